@@ -1,0 +1,191 @@
+"""Readers for labelled sentence-pair files (STS and Chinese similarity tasks)."""
+
+import csv
+import dataclasses
+import io
+import os
+import warnings
+
+import numpy as np
+
+FORMATS = ("senteval_cn", "stsb_csv", "sts_tsv", "sick")
+SICK_HEADER = "pair_ID\tsentence_A\tsentence_B\trelatedness_score"
+
+
+class MalformedLineError(ValueError):
+    """A line of a pair file that cannot be read; names file and line."""
+
+
+@dataclasses.dataclass
+class SentencePairs:
+    """Sentence pairs with gold scores, as read from one file.
+
+    Attributes:
+        sentences1, sentences2: lists of str, the two sides.
+        scores: float64 numpy array of gold labels/scores.
+        source: the file they were read from.
+        skipped: line numbers (1-based) that were not read: malformed lines
+            skipped with `on_error="skip"`, and STS pairs without a gold
+            score (which have no label and are always left out).
+    """
+
+    sentences1: list
+    sentences2: list
+    scores: np.ndarray
+    source: str = ""
+    skipped: list = dataclasses.field(default_factory=list)
+
+    def __len__(self):
+        return len(self.scores)
+
+    def sentences(self):
+        """Both sides, in file order: s1 and s2 of the first pair, then ..."""
+        return [s for pair in zip(self.sentences1, self.sentences2) for s in pair]
+
+
+def detect_format(path, first_line):
+    """Guesses the layout of a pair file from its name and first line."""
+    if first_line.startswith("pair_ID\t"):
+        return "sick"
+    if path.endswith(".csv"):
+        return "stsb_csv"
+    if path.endswith(".data"):
+        return "senteval_cn"
+    fields = first_line.rstrip("\r\n").split("\t")
+    if len(fields) == 3 and _is_number(fields[0]) and not _is_number(fields[2]):
+        return "sts_tsv"
+    return "senteval_cn"
+
+
+def read_pairs(path, format="auto", on_error="raise", encoding="utf-8"):
+    """Reads labelled sentence pairs from `path`.
+
+    Layouts (`format`):
+    - `"senteval_cn"`: `s1<TAB>s2<TAB>label`, the layout of Su Jianlin's
+      Chinese tasks (`<TASK>/<TASK>.{train,valid,test}.data`).
+    - `"stsb_csv"`: CSV without header, `sentence1,sentence2,score`
+      (stsb-multi-mt).
+    - `"sts_tsv"`: `score<TAB>s1<TAB>s2` (SemEval STS12–16). Pairs with an
+      empty score have no gold label and are left out (as SentEval does);
+      their line numbers are in `skipped`.
+    - `"sick"`: SICK's TSV with its header; the relatedness score is used.
+    - `"auto"` (default): chosen from the header, the extension (`.csv`,
+      `.data`) and the first line.
+
+    A malformed line (wrong number of fields, a label that is not a number)
+    raises `MalformedLineError` naming the file and line; with
+    `on_error="skip"` it is skipped instead, and a warning gives the count
+    and the first line numbers.
+
+    Returns:
+        A `SentencePairs`.
+
+    Example:
+    ```python
+    pairs = kcse.data.read_pairs("STS-B/STS-B.test.data")
+    len(pairs), pairs.sentences1[0], pairs.scores[0]
+    ```
+    """
+    if on_error not in ("raise", "skip"):
+        raise ValueError(f"on_error must be 'raise' or 'skip'; got {on_error!r}.")
+    if format != "auto" and format not in FORMATS:
+        raise ValueError(f"format must be 'auto' or one of {FORMATS}; got {format!r}.")
+    path = os.fspath(path)
+    with open(path, encoding=encoding, newline="") as file:
+        try:
+            text = file.read()
+        except UnicodeDecodeError as error:
+            raise MalformedLineError(
+                f"{path}: not valid {encoding} text ({error})."
+            ) from error
+    lines = text.splitlines()
+    if format == "auto":
+        format = detect_format(path, lines[0] if lines else "")
+    pairs = SentencePairs([], [], [], source=path)
+    malformed = []
+    for line_number, fields in _records(text, lines, format, path):
+        try:
+            s1, s2, score = _pair_from_fields(fields, format)
+        except ValueError as error:
+            message = f"{path}:{line_number}: {error}"
+            if on_error == "raise":
+                raise MalformedLineError(message) from None
+            malformed.append(line_number)
+            pairs.skipped.append(line_number)
+            continue
+        if score is None:
+            pairs.skipped.append(line_number)
+            continue
+        pairs.sentences1.append(s1)
+        pairs.sentences2.append(s2)
+        pairs.scores.append(score)
+    pairs.scores = np.asarray(pairs.scores, dtype="float64")
+    if malformed:
+        warnings.warn(
+            f"{path}: skipped {len(malformed)} malformed line(s), first at "
+            f"line(s) {malformed[:5]}.",
+            stacklevel=2,
+        )
+    return pairs
+
+
+def _records(text, lines, format, path):
+    """Yields (line number, fields) for each data line of the file."""
+    if format == "stsb_csv":
+        reader = csv.reader(io.StringIO(text))
+        try:
+            for fields in reader:
+                if fields:
+                    yield reader.line_num, fields
+        except csv.Error as error:
+            raise MalformedLineError(
+                f"{path}:{reader.line_num}: {error}"
+            ) from error
+        return
+    start = 0
+    if format == "sick":
+        if not lines or not lines[0].startswith(SICK_HEADER):
+            raise MalformedLineError(
+                f"{path}:1: expected SICK's header starting with "
+                f"{SICK_HEADER!r}."
+            )
+        start = 1
+    for index in range(start, len(lines)):
+        if lines[index].strip():
+            yield index + 1, lines[index].split("\t")
+
+
+def _pair_from_fields(fields, format):
+    """(s1, s2, score or None) from one record's fields; ValueError if bad."""
+    if format == "sick":
+        if len(fields) < 4:
+            raise ValueError(
+                f"expected at least 4 tab-separated fields (pair_ID, "
+                f"sentence_A, sentence_B, relatedness_score); got {len(fields)}."
+            )
+        return fields[1], fields[2], _score(fields[3], "relatedness_score")
+    if len(fields) != 3:
+        layout = {
+            "senteval_cn": "tab-separated fields (s1, s2, label)",
+            "stsb_csv": "comma-separated fields (sentence1, sentence2, score)",
+            "sts_tsv": "tab-separated fields (score, s1, s2)",
+        }[format]
+        raise ValueError(f"expected 3 {layout}; got {len(fields)}.")
+    if format == "sts_tsv":
+        if not fields[0].strip():
+            return fields[1], fields[2], None
+        return fields[1], fields[2], _score(fields[0], "score")
+    return fields[0], fields[1], _score(fields[2], "label")
+
+
+def _score(value, field):
+    if not _is_number(value):
+        raise ValueError(f"{field} {value!r} is not a number.")
+    return float(value)
+
+
+def _is_number(value):
+    try:
+        return np.isfinite(float(value))
+    except ValueError:
+        return False

@@ -1,0 +1,33 @@
+"""Global in-batch negatives under `tf.distribute`.
+
+Under a `tf.distribute` strategy each replica sees its slice of the global
+batch; contrastive losses gather every replica's embeddings so that the
+negatives are global, exactly as on one device with the whole batch. Under
+JAX `keras.distribution.DataParallel` the loss is traced on the global batch
+already and nothing needs gathering.
+"""
+
+import keras
+from keras import ops
+
+
+def gather_across_replicas(values):
+    """All-gathers `values` along axis 0 across `tf.distribute` replicas.
+
+    Returns `(gathered, offset)`: the global batch and the position of this
+    replica's first row in it. Gradients flow back to every replica. Outside
+    a multi-replica `tf.distribute` context (and on other backends) returns
+    `(values, 0)`. Replicas may hold different numbers of rows (a last,
+    partial batch).
+    """
+    if keras.config.backend() != "tensorflow":
+        return values, 0
+    import tensorflow as tf
+
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return values, 0
+    gathered = context.all_gather(values, axis=0)
+    sizes = context.all_gather(tf.shape(values)[:1], axis=0)
+    offset = tf.reduce_sum(sizes[: context.replica_id_in_sync_group])
+    return gathered, ops.cast(offset, "int32")

@@ -1,0 +1,98 @@
+"""A Keras callback that scores an encoder on an STS dev set during training."""
+
+import keras
+
+from kcse.evaluation.sts import as_sentence_pairs
+from kcse.evaluation.sts import evaluate_sts
+
+
+class STSEvaluator(keras.callbacks.Callback):
+    """Evaluates a sentence encoder on STS pairs while a model trains.
+
+    The encoder is scored at the end of every epoch and, with
+    `every_n_steps`, every that many training steps. The Spearman (×100) is
+    logged as `"{name}_spearman"` (default `"val_spearman"`): it shows in the
+    progress bar, in `History`, and for callbacks after this one (e.g.
+    `EarlyStopping(monitor="val_spearman", mode="max")`). `history` keeps
+    every `(epoch, step, spearman)` scored.
+
+    Args:
+        encoder: the `kcse.SentenceEncoder` being trained (for SimCSE, the
+            encoder the `kcse.SimCSE` model wraps).
+        pairs: dev pairs: a path, `kcse.data.SentencePairs`, or
+            `(sentences1, sentences2, scores)`.
+        every_n_steps: int or None. Also evaluate every that many steps.
+        batch_size: int. Encoding batch size.
+        restore_best_weights: bool. At the end of training, put back the
+            encoder weights that scored best.
+        name: str. Prefix of the logged metric.
+
+    Example:
+    ```python
+    evaluator = kcse.evaluation.STSEvaluator(
+        encoder, "STS-B/STS-B.valid.data", every_n_steps=100,
+        restore_best_weights=True,
+    )
+    simcse.fit(sentences, batch_size=64, callbacks=[evaluator])
+    print(evaluator.best_spearman)
+    ```
+    """
+
+    def __init__(
+        self,
+        encoder,
+        pairs,
+        every_n_steps=None,
+        batch_size=64,
+        restore_best_weights=False,
+        name="val",
+    ):
+        super().__init__()
+        if every_n_steps is not None and every_n_steps < 1:
+            raise ValueError(f"every_n_steps must be >= 1; got {every_n_steps}.")
+        self.encoder = encoder
+        self.pairs = as_sentence_pairs(pairs)
+        self.every_n_steps = every_n_steps
+        self.batch_size = batch_size
+        self.restore_best_weights = restore_best_weights
+        self.metric_name = f"{name}_spearman"
+        self.history = []
+        self.best_spearman = None
+        self.best_weights = None
+        self._epoch = 0
+        self._step = 0
+        self._last = None
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._step += 1
+        if self.every_n_steps and self._step % self.every_n_steps == 0:
+            self._evaluate()
+        if logs is not None and self._last is not None:
+            logs[self.metric_name] = self._last
+
+    def on_epoch_end(self, epoch, logs=None):
+        if not self.history or self.history[-1][1] != self._step:
+            self._evaluate()
+        if logs is not None:
+            logs[self.metric_name] = self._last
+
+    def on_train_end(self, logs=None):
+        if self.restore_best_weights and self.best_weights is not None:
+            self.encoder.set_weights(self.best_weights)
+
+    def _evaluate(self):
+        # Reading `self.model` syncs the JAX training state into the
+        # variables the encoder reads.
+        _ = self.model
+        spearman = evaluate_sts(self.encoder, self.pairs, self.batch_size)[
+            "spearman"
+        ]
+        self.history.append((self._epoch, self._step, spearman))
+        self._last = spearman
+        if self.best_spearman is None or spearman > self.best_spearman:
+            self.best_spearman = spearman
+            if self.restore_best_weights:
+                self.best_weights = self.encoder.get_weights()

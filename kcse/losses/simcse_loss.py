@@ -1,0 +1,107 @@
+"""The SimCSE (InfoNCE / NT-Xent) contrastive loss over in-batch negatives."""
+
+import keras
+from keras import ops
+
+from kcse.distribution import gather_across_replicas
+
+NEGATIVES = ("both_views", "cross_view")
+
+
+@keras.saving.register_keras_serializable(package="kcse")
+class SimCSELoss(keras.losses.Loss):
+    """Contrastive loss between two views of each sentence.
+
+    `y_pred` holds two views per sentence, shape `(batch, 2, dim)` (for
+    unsupervised SimCSE, two dropout passes of the same sentence). With
+    `z = y_pred` L2-normalised, the logits are cosine similarities divided
+    by `temperature` and each query's positive is the other view of its own
+    sentence. `negatives` chooses the candidates:
+
+    - `"both_views"` (Su Jianlin / bojone, ConSERT's NT-Xent): both views of
+      every sentence are queries, against all 2N rows but themselves, so
+      each query has 2N−2 negatives. The loss of a sentence is the mean of
+      its two views' cross-entropies.
+    - `"cross_view"` (princeton-nlp/SimCSE): view 1 queries view 2 of every
+      sentence, N−1 negatives.
+
+    With all vectors equal, the loss is ln(2N−1) and ln(N) respectively.
+    Under a `tf.distribute` strategy the views of every replica are
+    gathered, so N is the global batch size. `y_true` is ignored (pass
+    `None`); the loss is reduced over sentences as any Keras loss.
+
+    Args:
+        temperature: float. Softmax temperature (SimCSE 0.05, i.e. scale 20).
+        negatives: `"both_views"` or `"cross_view"`.
+
+    Example:
+    ```python
+    import numpy as np
+    views = np.random.rand(8, 2, 16).astype("float32")
+    loss = kcse.losses.SimCSELoss(temperature=0.05)(None, views)
+    ```
+    """
+
+    def __init__(
+        self,
+        temperature=0.05,
+        negatives="both_views",
+        reduction="sum_over_batch_size",
+        name="simcse_loss",
+        dtype=None,
+    ):
+        super().__init__(name=name, reduction=reduction, dtype=dtype)
+        if negatives not in NEGATIVES:
+            raise ValueError(
+                f"negatives must be one of {NEGATIVES}; got {negatives!r}."
+            )
+        if temperature <= 0:
+            raise ValueError(f"temperature must be > 0; got {temperature}.")
+        self.temperature = temperature
+        self.negatives = negatives
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        if y_true is None:  # The loss needs no labels; Keras needs a tensor.
+            y_true = ops.zeros(ops.shape(y_pred)[:1])
+        return super().__call__(y_true, y_pred, sample_weight)
+
+    def call(self, y_true, y_pred):
+        if len(y_pred.shape) != 3 or y_pred.shape[1] != 2:
+            raise ValueError(
+                "SimCSELoss expects y_pred of shape (batch, 2, dim); got "
+                f"{y_pred.shape}."
+            )
+        views = ops.normalize(ops.cast(y_pred, "float32"), axis=-1)
+        keys, offset = gather_across_replicas(views)
+        batch = ops.shape(views)[0]
+        total = ops.shape(keys)[0]
+        rows = ops.arange(batch, dtype="int32") + offset
+        if self.negatives == "cross_view":
+            logits = ops.matmul(views[:, 0], ops.transpose(keys[:, 1]))
+            return _cross_entropy(logits / self.temperature, rows)
+        # Keys and queries are ordered view-major: [all view 1; all view 2].
+        keys = ops.concatenate([keys[:, 0], keys[:, 1]], axis=0)
+        queries = ops.concatenate([views[:, 0], views[:, 1]], axis=0)
+        logits = ops.matmul(queries, ops.transpose(keys)) / self.temperature
+        own = ops.concatenate([rows, rows + total], axis=0)
+        positive = ops.concatenate([rows + total, rows], axis=0)
+        is_self = ops.equal(
+            ops.expand_dims(own, 1),
+            ops.expand_dims(ops.arange(2 * total, dtype="int32"), 0),
+        )
+        logits = ops.where(is_self, -1e9, logits)
+        per_view = _cross_entropy(logits, positive)
+        return (per_view[:batch] + per_view[batch:]) / 2.0
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {"temperature": self.temperature, "negatives": self.negatives}
+        )
+        return config
+
+
+def _cross_entropy(logits, labels):
+    return keras.losses.sparse_categorical_crossentropy(
+        labels, logits, from_logits=True
+    )

@@ -1,0 +1,242 @@
+"""SentenceEncoder: backbone + preprocessor + pooling (+ whitening)."""
+
+import math
+
+import keras
+import keras_hub
+import numpy as np
+from keras import ops
+
+from kcse.backbones.hidden_states import hidden_states_model
+from kcse.backbones.hidden_states import set_hidden_dropout
+from kcse.layers.sentence_pooling import SentencePooling
+from kcse.layers.sentence_pooling import resolve_pooling
+
+POOLER_LAYER = "pooled_dense"
+POOLER_ACTIVATIONS = ("linear", "tanh")
+# Sequence lengths of `encode` batches are rounded up to a multiple of this,
+# so that compiled predict functions are reused across batches.
+LENGTH_BUCKET = 8
+
+
+@keras.saving.register_keras_serializable(package="kcse")
+class SentenceEncoder(keras_hub.models.TextEmbedder):
+    """Turns a BERT-style backbone into a sentence embedder.
+
+    The encoder runs text through the preprocessor and the backbone, pools
+    the per-layer states into one vector per sentence, then optionally
+    whitens and L2-normalises it. It follows keras-hub's `TextEmbedder`
+    conventions: `from_preset`, `predict` and `encode_text` on raw strings,
+    `similarity`; `encode` is the fast batched path (length-sorted batches,
+    padding trimmed per batch) that evaluation uses.
+
+    Args:
+        backbone: a keras-hub style backbone (BERT, RoBERTa, XLM-R or a kcse
+            backbone) with `token_ids`/`padding_mask` inputs.
+        preprocessor: a keras-hub text preprocessor, or None (then inputs
+            must be token dicts).
+        pooling: `"cls"`, `"pooler"`, `"last_avg"`, `"first_last_avg"`,
+            `"last2avg"`, `"max"`, or the aliases `"P1"`..`"P4"` (cls,
+            pooler, last_avg, first_last_avg). "first" is the output of
+            transformer block 1, not the embeddings. Padding never counts.
+        pooler_activation: for `"pooler"`: `"linear"` applies the pretrained
+            pooler Dense without tanh (Su Jianlin's P2, bert4keras
+            `with_pool='linear'`), `"tanh"` is BERT's pooler.
+        whitening: a `kcse.layers.Whitening` applied after pooling, or None.
+        normalize: bool. L2-normalise the output vectors.
+        hidden_dropout: float or None. Overrides the backbone's hidden
+            dropout (residual stream, not attention probabilities) for
+            training; Su used 0.3. None keeps the backbone's.
+
+    Example:
+    ```python
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=30, num_layers=2, num_heads=2, hidden_dim=8,
+        intermediate_dim=16, max_sequence_length=16,
+    )
+    encoder = kcse.SentenceEncoder(backbone, pooling="P4")
+    vectors = encoder.predict({
+        "token_ids": np.array([[2, 5, 7, 3, 0]]),
+        "segment_ids": np.zeros((1, 5), "int32"),
+        "padding_mask": np.array([[1, 1, 1, 1, 0]]),
+    })  # shape (1, 8)
+
+    # With pretrained weights (a keras-hub preset or a local HF folder):
+    encoder = kcse.SentenceEncoder.from_preset(
+        "bert_base_zh", pooling="first_last_avg"
+    )
+    scores = encoder.similarity(encoder.encode(["你好"]), encoder.encode(["您好"]))
+    ```
+    """
+
+    def __init__(
+        self,
+        backbone,
+        preprocessor=None,
+        pooling="cls",
+        pooler_activation="linear",
+        whitening=None,
+        normalize=False,
+        hidden_dropout=None,
+        **kwargs,
+    ):
+        kwargs.setdefault("compile", False)
+        super().__init__(**kwargs)
+        self.pooling = resolve_pooling(pooling)
+        if pooler_activation not in POOLER_ACTIVATIONS:
+            raise ValueError(
+                f"pooler_activation must be one of {POOLER_ACTIVATIONS}; got "
+                f"{pooler_activation!r}."
+            )
+        self.pooler_activation = pooler_activation
+        self.normalize = normalize
+        self.hidden_dropout = hidden_dropout
+
+        # === Layers ===
+        self.backbone = backbone
+        self.preprocessor = preprocessor
+        self.hidden_states = hidden_states_model(backbone)
+        if self.pooling == "pooler":
+            if not _has_layer(backbone, POOLER_LAYER):
+                raise ValueError(
+                    f"pooling='pooler' (P2) needs pretrained pooler weights, "
+                    f"and {type(backbone).__name__} has no {POOLER_LAYER!r} "
+                    "layer (WoBERT, RoFormer and RoBERTa-style backbones ship "
+                    "none). Use another pooling."
+                )
+            self.sentence_pooling = None
+        else:
+            self.sentence_pooling = SentencePooling(self.pooling)
+        self.whitening = whitening
+        if whitening is not None and not whitening.built:
+            whitening.build((None, self.backbone.hidden_dim))
+        if hidden_dropout is not None:
+            set_hidden_dropout(backbone, hidden_dropout)
+
+    def call(self, inputs, training=None):
+        states = self.hidden_states(inputs, training=training)["hidden_states"]
+        if self.pooling == "pooler":
+            pooler = self.backbone.get_layer(POOLER_LAYER)
+            vectors = ops.matmul(states[-1][:, 0, :], pooler.kernel)
+            vectors = vectors + pooler.bias
+            if self.pooler_activation == "tanh":
+                vectors = ops.tanh(vectors)
+        else:
+            vectors = self.sentence_pooling(states, inputs["padding_mask"])
+        if self.whitening is not None:
+            vectors = self.whitening(vectors)
+        if self.normalize:
+            vectors = ops.normalize(vectors, axis=-1)
+        return vectors
+
+    def encode(self, texts, batch_size=64):
+        """Encodes strings into a float32 numpy array `(len(texts), dim)`.
+
+        Sentences are tokenised once, sorted by length and run in batches
+        whose padding is trimmed to the longest sentence of the batch
+        (rounded up to a multiple of 8), then put back in input order. The
+        result equals `predict` on the same strings.
+        """
+        if self.preprocessor is None:
+            raise ValueError(
+                "encode() needs a preprocessor; this encoder has none. Pass "
+                "token dicts to predict() instead."
+            )
+        if isinstance(texts, str):
+            texts = [texts]
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.output_dim), "float32")
+        features = {
+            key: ops.convert_to_numpy(value)
+            for key, value in self.preprocessor(texts).items()
+        }
+        lengths = features["padding_mask"].astype(bool).sum(axis=1)
+        order = np.argsort(-lengths, kind="stable")
+        full_length = features["padding_mask"].shape[1]
+        outputs = np.zeros((len(texts), self.output_dim), "float32")
+        for start in range(0, len(texts), batch_size):
+            rows = order[start : start + batch_size]
+            length = LENGTH_BUCKET * math.ceil(
+                max(int(lengths[rows].max()), 1) / LENGTH_BUCKET
+            )
+            length = min(length, full_length)
+            batch = {key: value[rows, :length] for key, value in features.items()}
+            outputs[rows] = ops.convert_to_numpy(
+                keras.Model.predict_on_batch(self, batch)
+            )
+        return outputs
+
+    def encode_text(self, text, batch_size=64):
+        """Encodes a string or list of strings (same as `encode`)."""
+        return self.encode(text, batch_size=batch_size)
+
+    @property
+    def output_dim(self):
+        if self.whitening is not None:
+            return self.whitening.kernel.shape[1]
+        return self.backbone.hidden_dim
+
+    def similarity(self, embeddings_a, embeddings_b):
+        """Cosine similarity matrix `(len(a), len(b))` of two embedding sets."""
+        a = ops.normalize(ops.convert_to_tensor(embeddings_a), axis=-1)
+        b = ops.normalize(ops.convert_to_tensor(embeddings_b), axis=-1)
+        return ops.matmul(a, ops.transpose(b))
+
+    @classmethod
+    def from_preset(
+        cls, preset, sequence_length=None, load_weights=True, **kwargs
+    ):
+        """Builds an encoder from a keras-hub preset name or a local folder.
+
+        `preset` is a keras-hub preset (`"bert_base_zh"`), a keras-hub preset
+        folder, or a Hugging Face model folder keras-hub can convert
+        (`config.json` + safetensors + vocabulary, e.g. BERT, XLM-R).
+        `sequence_length` sets the preprocessor's maximum length (default:
+        the preset's). Other keyword arguments go to `SentenceEncoder`.
+        """
+        backbone = keras_hub.models.Backbone.from_preset(
+            preset, load_weights=load_weights
+        )
+        preprocessor_kwargs = {}
+        if sequence_length is not None:
+            preprocessor_kwargs["sequence_length"] = sequence_length
+        try:
+            preprocessor = keras_hub.models.TextEmbedderPreprocessor.from_preset(
+                preset, **preprocessor_kwargs
+            )
+        except ValueError:
+            preprocessor = (
+                keras_hub.models.TextClassifierPreprocessor.from_preset(
+                    preset, **preprocessor_kwargs
+                )
+            )
+        return cls(backbone=backbone, preprocessor=preprocessor, **kwargs)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "pooling": self.pooling,
+                "pooler_activation": self.pooler_activation,
+                "whitening": (
+                    None
+                    if self.whitening is None
+                    else keras.layers.serialize(self.whitening)
+                ),
+                "normalize": self.normalize,
+                "hidden_dropout": self.hidden_dropout,
+            }
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("whitening"), dict):
+            config["whitening"] = keras.layers.deserialize(config["whitening"])
+        return super().from_config(config)
+
+
+def _has_layer(model, name):
+    return any(layer.name == name for layer in model.layers)

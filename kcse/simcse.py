@@ -1,0 +1,91 @@
+"""Unsupervised SimCSE: dropout views and in-batch negatives."""
+
+import keras
+import keras_hub
+from keras import ops
+
+from kcse.losses.simcse_loss import SimCSELoss
+
+
+@keras.saving.register_keras_serializable(package="kcse")
+class SimCSE(keras_hub.models.Task):
+    """Unsupervised SimCSE training of a `kcse.SentenceEncoder`.
+
+    Each batch of sentences is encoded twice in one forward pass (the batch
+    is duplicated), so the two copies differ only by dropout; the two views
+    of a sentence are positives and the other sentences in-batch negatives
+    (`kcse.losses.SimCSELoss`). Training updates the wrapped encoder in
+    place: use the encoder for inference afterwards.
+
+    `fit` takes raw strings (a list, or a `tf.data.Dataset` of strings, batched
+    or not), preprocessed by the encoder's preprocessor inside the input
+    pipeline. Under a `tf.distribute` strategy the negatives are gathered
+    across replicas, so each step sees the global batch as one device would.
+    Set the training dropout on the encoder (`hidden_dropout=0.3` for Su's
+    setting).
+
+    Args:
+        encoder: a `kcse.SentenceEncoder`.
+        temperature: float. 0.05 in SimCSE.
+        negatives: `"both_views"` (2N−2 negatives, Su Jianlin / bojone) or
+            `"cross_view"` (N−1, princeton-nlp).
+
+    Example:
+    ```python
+    encoder = kcse.SentenceEncoder.from_preset(
+        "bert_tiny_en_uncased", pooling="cls", hidden_dropout=0.1
+    )
+    simcse = kcse.SimCSE(encoder)
+    simcse.compile(optimizer=keras.optimizers.Adam(1e-5))
+    simcse.fit(["a first sentence", "another one", "and a third"],
+               batch_size=64, epochs=1)
+    vectors = encoder.encode(["a first sentence"])
+    ```
+    """
+
+    def __init__(
+        self, encoder, temperature=0.05, negatives="both_views", **kwargs
+    ):
+        kwargs.setdefault("compile", False)
+        super().__init__(**kwargs)
+        self.encoder = encoder
+        self.preprocessor = encoder.preprocessor
+        self.temperature = temperature
+        self.negatives = negatives
+        self.contrastive_loss = SimCSELoss(temperature, negatives)
+
+    def call(self, inputs, training=None):
+        batch = ops.shape(inputs["token_ids"])[0]
+        doubled = {
+            key: ops.concatenate([value, value], axis=0)
+            for key, value in inputs.items()
+        }
+        vectors = self.encoder(doubled, training=training)
+        return ops.stack([vectors[:batch], vectors[batch:]], axis=1)
+
+    def compile(self, optimizer="auto", **kwargs):
+        """Configures training; `"auto"` is Adam with learning rate 1e-5."""
+        if optimizer == "auto":
+            optimizer = keras.optimizers.Adam(1e-5)
+        super().compile(optimizer=optimizer, **kwargs)
+
+    def compute_loss(
+        self, x=None, y=None, y_pred=None, sample_weight=None, training=True
+    ):
+        losses = [self.contrastive_loss(None, y_pred, sample_weight)]
+        losses += [self._aggregate_additional_loss(loss) for loss in self.losses]
+        return ops.sum(ops.stack(losses))
+
+    def get_config(self):
+        return {
+            "encoder": keras.layers.serialize(self.encoder),
+            "temperature": self.temperature,
+            "negatives": self.negatives,
+            "name": self.name,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.layers.deserialize(config["encoder"])
+        return cls(**config)
