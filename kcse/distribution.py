@@ -14,20 +14,35 @@ from keras import ops
 def gather_across_replicas(values):
     """All-gathers `values` along axis 0 across `tf.distribute` replicas.
 
-    Returns `(gathered, offset)`: the global batch and the position of this
-    replica's first row in it. Gradients flow back to every replica. Outside
-    a multi-replica `tf.distribute` context (and on other backends) returns
-    `(values, 0)`. Replicas may hold different numbers of rows (a last,
+    Returns `(gathered, offset, num_replicas)`: the global batch, the
+    position of this replica's first row in it, and the replica count.
+    Gradients flow back to every replica. Outside a multi-replica
+    `tf.distribute` context (and on other backends) returns
+    `(values, 0, 1)`. Replicas may hold different numbers of rows (a last,
     partial batch).
     """
     if keras.config.backend() != "tensorflow":
-        return values, 0
+        return values, 0, 1
     import tensorflow as tf
 
     context = tf.distribute.get_replica_context()
     if context is None or context.num_replicas_in_sync == 1:
-        return values, 0
+        return values, 0, 1
     gathered = context.all_gather(values, axis=0)
     sizes = context.all_gather(tf.shape(values)[:1], axis=0)
     offset = tf.reduce_sum(sizes[: context.replica_id_in_sync_group])
-    return gathered, ops.cast(offset, "int32")
+    return gathered, ops.cast(offset, "int32"), context.num_replicas_in_sync
+
+
+def global_mean_weight(local_rows, global_rows, num_replicas):
+    """Per-row factor making Keras' per-replica mean a global mean.
+
+    Keras averages each replica's loss over its own rows and then the
+    replicas equally; when replicas hold different numbers of rows (a
+    partial last batch) that is not the mean over the global batch. Scaling
+    each row by `local_rows * num_replicas / global_rows` makes it so; with
+    equal shares the factor is 1.
+    """
+    return ops.cast(local_rows * num_replicas, "float32") / ops.cast(
+        global_rows, "float32"
+    )

@@ -112,6 +112,7 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
             whitening.build((None, self.backbone.hidden_dim))
         if hidden_dropout is not None:
             set_hidden_dropout(backbone, hidden_dropout)
+        self.built = True
 
     def call(self, inputs, training=None):
         states = self.hidden_states(inputs, training=training)["hidden_states"]

@@ -1,14 +1,14 @@
 """Unsupervised SimCSE: dropout views and in-batch negatives."""
 
 import keras
-import keras_hub
 from keras import ops
 
 from kcse.losses.simcse_loss import SimCSELoss
+from kcse.objective import EncoderObjective
 
 
 @keras.saving.register_keras_serializable(package="kcse")
-class SimCSE(keras_hub.models.Task):
+class SimCSE(EncoderObjective):
     """Unsupervised SimCSE training of a `kcse.SentenceEncoder`.
 
     Each batch of sentences is encoded twice in one forward pass (the batch
@@ -46,10 +46,7 @@ class SimCSE(keras_hub.models.Task):
     def __init__(
         self, encoder, temperature=0.05, negatives="both_views", **kwargs
     ):
-        kwargs.setdefault("compile", False)
-        super().__init__(**kwargs)
-        self.encoder = encoder
-        self.preprocessor = encoder.preprocessor
+        super().__init__(encoder, **kwargs)
         self.temperature = temperature
         self.negatives = negatives
         self.contrastive_loss = SimCSELoss(temperature, negatives)
@@ -63,12 +60,6 @@ class SimCSE(keras_hub.models.Task):
         vectors = self.encoder(doubled, training=training)
         return ops.stack([vectors[:batch], vectors[batch:]], axis=1)
 
-    def compile(self, optimizer="auto", **kwargs):
-        """Configures training; `"auto"` is Adam with learning rate 1e-5."""
-        if optimizer == "auto":
-            optimizer = keras.optimizers.Adam(1e-5)
-        super().compile(optimizer=optimizer, **kwargs)
-
     def compute_loss(
         self, x=None, y=None, y_pred=None, sample_weight=None, training=True
     ):
@@ -77,15 +68,8 @@ class SimCSE(keras_hub.models.Task):
         return ops.sum(ops.stack(losses))
 
     def get_config(self):
-        return {
-            "encoder": keras.layers.serialize(self.encoder),
-            "temperature": self.temperature,
-            "negatives": self.negatives,
-            "name": self.name,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.layers.deserialize(config["encoder"])
-        return cls(**config)
+        config = super().get_config()
+        config.update(
+            {"temperature": self.temperature, "negatives": self.negatives}
+        )
+        return config

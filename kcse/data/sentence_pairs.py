@@ -52,12 +52,13 @@ def detect_format(path, first_line):
     if path.endswith(".data"):
         return "senteval_cn"
     fields = first_line.rstrip("\r\n").split("\t")
-    if len(fields) == 3 and _is_number(fields[0]) and not _is_number(fields[2]):
+    first_is_score = not fields[0].strip() or _is_number(fields[0])
+    if len(fields) == 3 and first_is_score and not _is_number(fields[2]):
         return "sts_tsv"
     return "senteval_cn"
 
 
-def read_pairs(path, format="auto", on_error="raise", encoding="utf-8"):
+def read_pairs(path, format="auto", on_error="raise", encoding="utf-8-sig"):
     """Reads labelled sentence pairs from `path`.
 
     Layouts (`format`):
@@ -70,7 +71,9 @@ def read_pairs(path, format="auto", on_error="raise", encoding="utf-8"):
       their line numbers are in `skipped`.
     - `"sick"`: SICK's TSV with its header; the relatedness score is used.
     - `"auto"` (default): chosen from the header, the extension (`.csv`,
-      `.data`) and the first line.
+      `.data`) and the first non-blank line.
+
+    Text is read as UTF-8 (a leading byte-order mark is dropped).
 
     A malformed line (wrong number of fields, a label that is not a number)
     raises `MalformedLineError` naming the file and line; with
@@ -98,9 +101,11 @@ def read_pairs(path, format="auto", on_error="raise", encoding="utf-8"):
             raise MalformedLineError(
                 f"{path}: not valid {encoding} text ({error})."
             ) from error
-    lines = text.splitlines()
+    # Only "\n" ends a line ("\r\n" too): str.splitlines would also break
+    # sentences at characters such as U+2028 or \x85.
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
     if format == "auto":
-        format = detect_format(path, lines[0] if lines else "")
+        format = detect_format(path, next((l for l in lines if l.strip()), ""))
     pairs = SentencePairs([], [], [], source=path)
     malformed = []
     for line_number, fields in _records(text, lines, format, path):

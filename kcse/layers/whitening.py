@@ -126,12 +126,14 @@ class Whitening(keras.layers.Layer):
         """Computes `mu` and `W` from `data` (array or iterable of batches)."""
         mean, covariance, _ = whitening_statistics(data)
         u, s, _ = np.linalg.svd(covariance)
-        kernel = u / np.sqrt(s + self.epsilon)
-        if not np.all(np.isfinite(kernel)):
+        tolerance = s.max() * len(s) * np.finfo("float64").eps
+        if self.epsilon == 0 and s.min() <= tolerance:
             raise ValueError(
-                "The covariance of the adapted vectors is singular; pass "
-                "Whitening(epsilon=...) or adapt on more vectors."
+                "The covariance of the adapted vectors is singular (smallest "
+                f"singular value {s.min():.3g}); pass Whitening(epsilon=...), "
+                "n_components=..., or adapt on more varied vectors."
             )
+        kernel = u / np.sqrt(s + self.epsilon)
         if not self.built:
             self.build((None, mean.shape[0]))
         elif self.mean.shape[0] != mean.shape[0]:

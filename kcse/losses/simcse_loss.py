@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from kcse.distribution import gather_across_replicas
+from kcse.distribution import global_mean_weight
 
 NEGATIVES = ("both_views", "cross_view")
 
@@ -27,7 +28,8 @@ class SimCSELoss(keras.losses.Loss):
 
     With all vectors equal, the loss is ln(2N−1) and ln(N) respectively.
     Under a `tf.distribute` strategy the views of every replica are
-    gathered, so N is the global batch size. `y_true` is ignored (pass
+    gathered, so N is the global batch size, and the reduced loss is the
+    mean over the global batch even when replicas hold unequal shares. `y_true` is ignored (pass
     `None`); the loss is reduced over sentences as any Keras loss.
 
     Args:
@@ -72,13 +74,14 @@ class SimCSELoss(keras.losses.Loss):
                 f"{y_pred.shape}."
             )
         views = ops.normalize(ops.cast(y_pred, "float32"), axis=-1)
-        keys, offset = gather_across_replicas(views)
+        keys, offset, replicas = gather_across_replicas(views)
         batch = ops.shape(views)[0]
         total = ops.shape(keys)[0]
+        share = global_mean_weight(batch, total, replicas)
         rows = ops.arange(batch, dtype="int32") + offset
         if self.negatives == "cross_view":
             logits = ops.matmul(views[:, 0], ops.transpose(keys[:, 1]))
-            return _cross_entropy(logits / self.temperature, rows)
+            return share * _cross_entropy(logits / self.temperature, rows)
         # Keys and queries are ordered view-major: [all view 1; all view 2].
         keys = ops.concatenate([keys[:, 0], keys[:, 1]], axis=0)
         queries = ops.concatenate([views[:, 0], views[:, 1]], axis=0)
@@ -91,7 +94,7 @@ class SimCSELoss(keras.losses.Loss):
         )
         logits = ops.where(is_self, -1e9, logits)
         per_view = _cross_entropy(logits, positive)
-        return (per_view[:batch] + per_view[batch:]) / 2.0
+        return share * (per_view[:batch] + per_view[batch:]) / 2.0
 
     def get_config(self):
         config = super().get_config()

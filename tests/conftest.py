@@ -1,0 +1,72 @@
+"""Shared fixtures: tiny random backbones and the shared real data."""
+
+import os
+import pathlib
+
+import keras
+import keras_hub
+import numpy as np
+import pytest
+
+SHARED_DATA = pathlib.Path(
+    os.environ.get(
+        "KCSE_SHARED_DATA",
+        pathlib.Path(__file__).resolve().parents[2] / "shared" / "data",
+    )
+)
+
+
+def pytest_configure(config):
+    # Two logical CPU devices for the tf.distribute tests; this must happen
+    # before TensorFlow initialises its devices.
+    if keras.config.backend() == "tensorflow":
+        import tensorflow as tf
+
+        cpus = tf.config.list_physical_devices("CPU")
+        tf.config.set_logical_device_configuration(
+            cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2
+        )
+
+
+@pytest.fixture
+def shared_data():
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"shared data not found at {SHARED_DATA}")
+    return SHARED_DATA
+
+
+def tiny_bert(seed=0, dropout=0.0, vocabulary_size=40, num_layers=2):
+    keras.utils.set_random_seed(seed)
+    return keras_hub.models.BertBackbone(
+        vocabulary_size=vocabulary_size,
+        num_layers=num_layers,
+        num_heads=2,
+        hidden_dim=8,
+        intermediate_dim=16,
+        max_sequence_length=16,
+        dropout=dropout,
+    )
+
+
+def tiny_vocabulary():
+    words = "the a cat dog sat on mat ran fast slow red blue is was".split()
+    return ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + words
+
+
+def tiny_preprocessor(sequence_length=12):
+    tokenizer = keras_hub.models.BertTokenizer(vocabulary=tiny_vocabulary())
+    return keras_hub.models.BertTextEmbedderPreprocessor(
+        tokenizer, sequence_length=sequence_length
+    )
+
+
+def token_batch(lengths, sequence_length=6, vocabulary_size=40, seed=0):
+    """Random token dict with the given real lengths (rest is padding)."""
+    rng = np.random.default_rng(seed)
+    mask = np.arange(sequence_length)[None, :] < np.array(lengths)[:, None]
+    ids = rng.integers(5, vocabulary_size, size=mask.shape) * mask
+    return {
+        "token_ids": ids.astype("int32"),
+        "segment_ids": np.zeros(mask.shape, "int32"),
+        "padding_mask": mask,
+    }

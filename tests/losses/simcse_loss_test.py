@@ -1,0 +1,83 @@
+import numpy as np
+import pytest
+
+import kcse
+
+
+def softmax_cross_entropy(logits, labels):
+    logits = logits - logits.max(axis=1, keepdims=True)
+    log_probs = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+    return -log_probs[np.arange(len(labels)), labels]
+
+
+def su_loss(views, temperature):
+    """bojone/SimCSE: rows [a1, a1', a2, a2', ...], diagonal masked."""
+    rows = views.reshape(-1, views.shape[-1]).astype("float64")
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    idxs = np.arange(len(rows))
+    labels = idxs + 1 - idxs % 2 * 2
+    similarities = rows @ rows.T - np.eye(len(rows)) * 1e12
+    return softmax_cross_entropy(similarities / temperature, labels).mean()
+
+
+def princeton_loss(views, temperature):
+    """princeton-nlp/SimCSE: cos(z1_i, z2_j) / temp, labels = arange(N)."""
+    z1, z2 = views[:, 0].astype("float64"), views[:, 1].astype("float64")
+    z1 /= np.linalg.norm(z1, axis=1, keepdims=True)
+    z2 /= np.linalg.norm(z2, axis=1, keepdims=True)
+    return softmax_cross_entropy(z1 @ z2.T / temperature, np.arange(len(z1))).mean()
+
+
+@pytest.mark.parametrize("temperature", [0.05, 0.1, 1.0])
+def test_both_views_equals_su_reference(temperature):
+    views = np.random.default_rng(1).normal(size=(16, 2, 32)).astype("float32")
+    loss = kcse.losses.SimCSELoss(temperature, "both_views")(None, views)
+    np.testing.assert_allclose(float(loss), su_loss(views, temperature), atol=1e-6)
+
+
+@pytest.mark.parametrize("temperature", [0.05, 0.1, 1.0])
+def test_cross_view_equals_princeton_reference(temperature):
+    views = np.random.default_rng(2).normal(size=(16, 2, 32)).astype("float32")
+    loss = kcse.losses.SimCSELoss(temperature, "cross_view")(None, views)
+    np.testing.assert_allclose(
+        float(loss), princeton_loss(views, temperature), atol=1e-6
+    )
+
+
+@pytest.mark.parametrize("batch", [2, 8, 64])
+def test_indistinguishable_vectors_give_log_of_candidate_count(batch):
+    views = np.ones((batch, 2, 4), "float32")
+    both = kcse.losses.SimCSELoss(negatives="both_views")(None, views)
+    cross = kcse.losses.SimCSELoss(negatives="cross_view")(None, views)
+    np.testing.assert_allclose(float(both), np.log(2 * batch - 1), atol=1e-5)
+    np.testing.assert_allclose(float(cross), np.log(batch), atol=1e-5)
+
+
+def test_sample_weight_and_per_sentence_reduction():
+    views = np.random.default_rng(3).normal(size=(6, 2, 8)).astype("float32")
+    per_sentence = kcse.losses.SimCSELoss(reduction="none")(None, views)
+    assert per_sentence.shape == (6,)
+    np.testing.assert_allclose(
+        float(np.mean(per_sentence)), su_loss(views, 0.05), atol=1e-6
+    )
+    weights = np.array([1, 0, 1, 0, 1, 0], "float32")
+    weighted = kcse.losses.SimCSELoss()(None, views, sample_weight=weights)
+    np.testing.assert_allclose(
+        float(weighted), float(np.sum(np.asarray(per_sentence) * weights) / 6),
+        atol=1e-6,
+    )
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="negatives must be one of"):
+        kcse.losses.SimCSELoss(negatives="all")
+    with pytest.raises(ValueError, match="temperature must be > 0"):
+        kcse.losses.SimCSELoss(temperature=0)
+    with pytest.raises(ValueError, match=r"shape \(batch, 2, dim\)"):
+        kcse.losses.SimCSELoss()(None, np.ones((4, 3, 8), "float32"))
+
+
+def test_config_round_trip():
+    loss = kcse.losses.SimCSELoss(0.1, "cross_view")
+    restored = kcse.losses.SimCSELoss.from_config(loss.get_config())
+    assert (restored.temperature, restored.negatives) == (0.1, "cross_view")

