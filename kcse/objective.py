@@ -2,7 +2,30 @@
 
 import keras
 import keras_hub
+import tensorflow as tf
 from keras import ops
+
+
+def training_dataset(x, y=None, sample_weight=None, batch_size=None, shuffle=True):
+    """A batched `tf.data.Dataset` of in-memory samples, reshuffled each epoch.
+
+    Examples are batched `batch_size` at a time (32 by default), as
+    `keras.Model.fit` does with arrays.
+    """
+    samples = x
+    if y is not None or sample_weight is not None:
+        samples = keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
+    dataset = tf.data.Dataset.from_tensor_slices(samples)
+    if shuffle:
+        dataset = dataset.shuffle(
+            int(dataset.cardinality()), reshuffle_each_iteration=True
+        )
+    return dataset.batch(batch_size or 32)
+
+
+def _is_in_memory(x):
+    """Whether `x` is a list, tuple, dict or array rather than a data stream."""
+    return isinstance(x, (list, tuple, dict)) or hasattr(x, "__array__")
 
 
 class EncoderObjective(keras_hub.models.Task):
@@ -39,6 +62,21 @@ class EncoderObjective(keras_hub.models.Task):
             x,
         )
         return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
+
+    def fit(self, x=None, y=None, batch_size=None, shuffle=True, **kwargs):
+        """Trains the encoder; see `keras.Model.fit`.
+
+        `x` is raw text (or token dicts): a list or array, which is
+        reshuffled every epoch when `shuffle` (in-batch negatives depend on
+        which sentences share a batch), or a `tf.data.Dataset`, which is used
+        as given (shuffle it yourself).
+        """
+        if _is_in_memory(x):
+            x = training_dataset(
+                x, y, kwargs.pop("sample_weight", None), batch_size, shuffle
+            )
+            y = batch_size = None
+        return super().fit(x, y, batch_size=batch_size, shuffle=False, **kwargs)
 
     def compile(self, optimizer="auto", **kwargs):
         """Configures training; `"auto"` is Adam with learning rate 1e-5."""

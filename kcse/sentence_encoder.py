@@ -107,6 +107,10 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
             self.sentence_pooling = None
         else:
             self.sentence_pooling = SentencePooling(self.pooling)
+        if _has_layer(backbone, POOLER_LAYER):
+            # Only P2 uses the pooler: elsewhere it gets no gradient, and
+            # freezing it keeps optimizers from warning about that.
+            backbone.get_layer(POOLER_LAYER).trainable = self.pooling == "pooler"
         self.whitening = whitening
         if whitening is not None and not whitening.built:
             whitening.build((None, self.backbone.hidden_dim))

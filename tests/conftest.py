@@ -3,10 +3,12 @@
 import os
 import pathlib
 
-import keras
-import keras_hub
-import numpy as np
-import pytest
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import keras_hub  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 
 SHARED_DATA = pathlib.Path(
     os.environ.get(

@@ -126,12 +126,15 @@ class Whitening(keras.layers.Layer):
         """Computes `mu` and `W` from `data` (array or iterable of batches)."""
         mean, covariance, _ = whitening_statistics(data)
         u, s, _ = np.linalg.svd(covariance)
-        tolerance = s.max() * len(s) * np.finfo("float64").eps
+        kept = self.n_components or len(s)
+        u, s = u[:, :kept], s[:kept]
+        tolerance = s.max() * len(covariance) * np.finfo("float64").eps
         if self.epsilon == 0 and s.min() <= tolerance:
             raise ValueError(
-                "The covariance of the adapted vectors is singular (smallest "
-                f"singular value {s.min():.3g}); pass Whitening(epsilon=...), "
-                "n_components=..., or adapt on more varied vectors."
+                "The covariance of the adapted vectors is singular (singular "
+                f"value {s.min():.3g} among the {kept} kept); pass "
+                "Whitening(epsilon=...), a smaller n_components, or adapt on "
+                "more varied vectors."
             )
         kernel = u / np.sqrt(s + self.epsilon)
         if not self.built:
@@ -142,9 +145,7 @@ class Whitening(keras.layers.Layer):
                 f"vectors have dim {mean.shape[0]}."
             )
         self.mean.assign(mean.astype(self.mean.dtype))
-        self.kernel.assign(kernel[:, : self.kernel.shape[1]].astype(
-            self.kernel.dtype
-        ))
+        self.kernel.assign(kernel.astype(self.kernel.dtype))
 
     def call(self, inputs):
         inputs = ops.cast(inputs, self.compute_dtype)
