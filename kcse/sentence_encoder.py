@@ -9,6 +9,7 @@ from keras import ops
 
 from kcse.backbones.hidden_states import hidden_states_model
 from kcse.backbones.hidden_states import set_hidden_dropout
+from kcse.backbones.huggingface import match_huggingface_normalization
 from kcse.layers.sentence_pooling import SentencePooling
 from kcse.layers.sentence_pooling import resolve_pooling
 
@@ -196,7 +197,8 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
 
         `preset` is a keras-hub preset (`"bert_base_zh"`), a keras-hub preset
         folder, or a Hugging Face model folder keras-hub can convert
-        (`config.json` + safetensors + vocabulary, e.g. BERT, XLM-R).
+        (`config.json` + safetensors + vocabulary, e.g. BERT, XLM-R), whose
+        text normalisation (accent stripping) is then made to match HF's.
         `sequence_length` sets the preprocessor's maximum length (default:
         the preset's). Other keyword arguments go to `SentenceEncoder`.
         """
@@ -216,6 +218,7 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
                     preset, **preprocessor_kwargs
                 )
             )
+        match_huggingface_normalization(preprocessor.tokenizer, preset)
         return cls(backbone=backbone, preprocessor=preprocessor, **kwargs)
 
     def get_config(self):

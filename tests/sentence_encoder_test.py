@@ -267,3 +267,34 @@ def test_pooler_is_trained_only_by_the_pooler_pooling():
 
     assert not trains_pooler(kcse.SentenceEncoder(backbone, pooling="P3"))
     assert trains_pooler(kcse.SentenceEncoder(backbone, pooling="P2"))
+
+
+@pytest.mark.parametrize(
+    "config,expected",
+    [
+        ({"do_lower_case": True}, True),
+        ({"do_lower_case": True, "strip_accents": False}, False),
+        ({"do_lower_case": False}, False),
+        ({"do_lower_case": False, "strip_accents": True}, True),
+    ],
+)
+def test_hugging_face_accent_stripping_rule(tmp_path, config, expected):
+    import json
+
+    from kcse.backbones.huggingface import match_huggingface_normalization
+
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(config))
+    tokenizer = keras_hub.models.BertTokenizer(
+        vocabulary=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "resume"],
+        lowercase=config["do_lower_case"],
+    )
+    match_huggingface_normalization(tokenizer, tmp_path)
+    assert tokenizer.strip_accents is expected
+    assert (tokenizer("résumé").tolist() == [5]) is expected
+
+
+@pytest.mark.large
+def test_hugging_face_folder_tokenizes_accents_like_hugging_face():
+    encoder = kcse.SentenceEncoder.from_preset(minilm_folder(), pooling="P3")
+    ids = encoder.preprocessor(["résumé", "resume"])["token_ids"]
+    np.testing.assert_array_equal(np.asarray(ids[0]), np.asarray(ids[1]))
