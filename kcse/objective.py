@@ -3,7 +3,6 @@
 import keras
 import keras_hub
 import tensorflow as tf
-from keras import ops
 
 
 def training_dataset(x, y=None, sample_weight=None, batch_size=None, shuffle=True):
@@ -21,6 +20,28 @@ def training_dataset(x, y=None, sample_weight=None, batch_size=None, shuffle=Tru
             int(dataset.cardinality()), reshuffle_each_iteration=True
         )
     return dataset.batch(batch_size or 32)
+
+
+def trim_padding(features, multiple=8):
+    """Cuts a padded token batch to its longest sequence, rounded up.
+
+    Sequences are padded to the preprocessor's full length; a batch of short
+    sentences then spends most of its compute on padding, which never counts
+    in kcse's poolings. The length is rounded up to `multiple` so compiled
+    train steps are reused. Boolean masks become int32 (under tf.distribute
+    Keras reduces a sample batch with MEAN, which has no bool kernel).
+    """
+    mask = tf.cast(features["padding_mask"], "int32")
+    longest = tf.reduce_max(tf.reduce_sum(mask, axis=-1))
+    length = tf.minimum(
+        (longest + multiple - 1) // multiple * multiple, tf.shape(mask)[-1]
+    )
+    return {
+        key: tf.cast(value, "int32")[..., :length]
+        if value.dtype == tf.bool
+        else value[..., :length]
+        for key, value in features.items()
+    }
 
 
 def _is_in_memory(x):
@@ -47,20 +68,11 @@ class EncoderObjective(keras_hub.models.Task):
         self.preprocessor = encoder.preprocessor
 
     def preprocess_samples(self, x, y=None, sample_weight=None):
+        """Tokenises a batch and trims its padding (runs inside tf.data)."""
         samples = super().preprocess_samples(x, y, sample_weight)
-        if keras.config.backend() != "tensorflow":
-            return samples
-        # Boolean masks as int32: Keras reduces a sample batch with MEAN when
-        # building under tf.distribute, which has no kernel for bool.
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(samples)
-        x = keras.tree.map_structure(
-            lambda value: (
-                ops.cast(value, "int32")
-                if keras.backend.standardize_dtype(value.dtype) == "bool"
-                else value
-            ),
-            x,
-        )
+        if isinstance(x, dict) and "padding_mask" in x:
+            x = trim_padding(x)
         return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
 
     def fit(self, x=None, y=None, batch_size=None, shuffle=True, **kwargs):

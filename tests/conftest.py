@@ -50,6 +50,24 @@ def tiny_bert(seed=0, dropout=0.0, vocabulary_size=40, num_layers=2):
     )
 
 
+# Sentences and scored pairs in the tiny vocabulary.
+TINY_SENTENCES = [
+    "the cat sat on the mat",
+    "a dog ran fast",
+    "the red dog was slow",
+    "blue mat",
+    "the cat is red",
+    "a slow cat ran",
+    "the dog sat",
+    "red blue red",
+]
+TINY_PAIRS = (
+    ["the cat sat", "a dog ran", "the mat is red", "blue", "the dog was fast"],
+    ["the cat sat on the mat", "a dog", "red mat", "the blue cat", "a slow dog"],
+    [5.0, 3.0, 4.0, 0.5, 1.0],
+)
+
+
 def tiny_vocabulary():
     words = "the a cat dog sat on mat ran fast slow red blue is was".split()
     return ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + words

@@ -10,19 +10,9 @@ import pytest
 import tensorflow as tf
 
 import kcse
+from conftest import TINY_SENTENCES as SENTENCES
 from conftest import tiny_bert
 from conftest import tiny_preprocessor
-
-SENTENCES = [
-    "the cat sat on the mat",
-    "a dog ran fast",
-    "the red dog was slow",
-    "blue mat",
-    "the cat is red",
-    "a slow cat ran",
-    "the dog sat",
-    "red blue red",
-]
 
 
 def make_simcse(weights=None, negatives="both_views", dropout=0.0, pooling="P3"):

@@ -9,8 +9,9 @@ from kcse.evaluation.sts import evaluate_sts
 class STSEvaluator(keras.callbacks.Callback):
     """Evaluates a sentence encoder on STS pairs while a model trains.
 
-    The encoder is scored at the end of every epoch and, with
-    `every_n_steps`, every that many training steps. The Spearman (×100) is
+    The encoder is scored before training (step 0, the baseline), at the
+    end of every epoch and, with `every_n_steps`, every that many training
+    steps. The Spearman (×100) is
     logged as `"{name}_spearman"` (default `"val_spearman"`): it shows in the
     progress bar, in `History`, and for callbacks after this one (e.g.
     `EarlyStopping(monitor="val_spearman", mode="max")`). `history` keeps
@@ -24,7 +25,7 @@ class STSEvaluator(keras.callbacks.Callback):
         every_n_steps: int or None. Also evaluate every that many steps.
         batch_size: int. Encoding batch size.
         restore_best_weights: bool. At the end of training, put back the
-            encoder weights that scored best.
+            encoder weights that scored best (the initial ones included).
         name: str. Prefix of the logged metric.
 
     Example:
@@ -62,6 +63,9 @@ class STSEvaluator(keras.callbacks.Callback):
         self._epoch = 0
         self._step = 0
         self._last = None
+
+    def on_train_begin(self, logs=None):
+        self._evaluate()
 
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch = epoch

@@ -3,14 +3,10 @@ import pytest
 import scipy.stats
 
 import kcse
+from conftest import TINY_PAIRS as PAIRS
 from conftest import tiny_bert
 from conftest import tiny_preprocessor
 
-PAIRS = (
-    ["the cat sat", "a dog ran", "the mat is red", "blue", "the dog was fast"],
-    ["the cat sat on the mat", "a dog", "red mat", "the blue cat", "a slow dog"],
-    [5.0, 3.0, 4.0, 0.5, 1.0],
-)
 
 
 def reference_spearman(gold, predicted):
