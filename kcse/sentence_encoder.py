@@ -7,6 +7,7 @@ import keras_hub
 import numpy as np
 from keras import ops
 
+from kcse.backbones.checkpoint import from_checkpoint
 from kcse.backbones.hidden_states import hidden_states_model
 from kcse.backbones.hidden_states import set_hidden_dropout
 from kcse.backbones.huggingface import match_huggingface_normalization
@@ -104,6 +105,13 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
                     f"and {type(backbone).__name__} has no {POOLER_LAYER!r} "
                     "layer (WoBERT, RoFormer and RoBERTa-style backbones ship "
                     "none). Use another pooling."
+                )
+            pooler = backbone.get_layer(POOLER_LAYER)
+            if not np.any(ops.convert_to_numpy(pooler.kernel)):
+                raise ValueError(
+                    "pooling='pooler' (P2) needs pretrained pooler weights, "
+                    "and this backbone's pooler is all zeros: its checkpoint "
+                    "had none (WoBERT). Use another pooling."
                 )
             self.sentence_pooling = None
         else:
@@ -219,6 +227,17 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
                 )
             )
         match_huggingface_normalization(preprocessor.tokenizer, preset)
+        return cls(backbone=backbone, preprocessor=preprocessor, **kwargs)
+
+    @classmethod
+    def from_checkpoint(cls, folder, family="bert", sequence_length=512, **kwargs):
+        """Builds an encoder from an original Google-format TF checkpoint.
+
+        See `kcse.backbones.from_checkpoint` for the folder layout and the
+        families (`"bert"`, `"roberta"`, `"simbert"`, `"wobert"`, `"nezha"`,
+        `"roformer"`). Other keyword arguments go to `SentenceEncoder`.
+        """
+        backbone, preprocessor = from_checkpoint(folder, family, sequence_length)
         return cls(backbone=backbone, preprocessor=preprocessor, **kwargs)
 
     def get_config(self):
