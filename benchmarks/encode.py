@@ -17,9 +17,13 @@ Run from the repository root (needs `pip install -e .[bench]`):
 
 import argparse
 import importlib.resources
+import os
 import statistics
 import sys
 import time
+
+# transformers 4.x would otherwise import its TF models, which need Keras 2.
+os.environ.setdefault("USE_TF", "0")
 from pathlib import Path
 
 import keras

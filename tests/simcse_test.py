@@ -166,3 +166,27 @@ def test_jax_data_parallel_step_equals_single_device_step():
     assert result["loss_difference"] <= 1e-5
     assert result["weight_difference"] <= 1e-5
     assert result["weight_change"] > 1e-3
+
+
+@pytest.mark.parametrize(
+    "backbone_class",
+    [kcse.backbones.NezhaBackbone, kcse.backbones.RoFormerBackbone],
+)
+def test_simcse_trains_relative_position_backbones_unchanged(backbone_class):
+    keras.utils.set_random_seed(0)
+    backbone = backbone_class(
+        vocabulary_size=40,
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=8,
+        intermediate_dim=16,
+        dropout=0.1,
+    )
+    encoder = kcse.SentenceEncoder(backbone, tiny_preprocessor(), pooling="P4")
+    simcse = kcse.SimCSE(encoder)
+    simcse.compile(optimizer=keras.optimizers.Adam(1e-3))
+    before = encoder.get_weights()
+    history = simcse.fit(SENTENCES, batch_size=4, epochs=2, verbose=0)
+    assert all(np.isfinite(history.history["loss"]))
+    changed = [np.abs(a - b).max() > 0 for a, b in zip(encoder.get_weights(), before)]
+    assert sum(changed) >= len(changed) - 2  # All but the unused pooler.

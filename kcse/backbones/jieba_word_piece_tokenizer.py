@@ -134,8 +134,8 @@ class _JiebaBertRule:
         start, n = 0, len(word)
         while start < n:
             for end in range(n, start, -1):
-                piece = word[start:end] if start == 0 else self.suffix + word[start:end]
-                piece_id = vocab.get(piece)
+                piece = word[start:end]
+                piece_id = vocab.get(piece if start == 0 else self.suffix + piece)
                 if piece_id is not None:
                     break
             else:
@@ -203,10 +203,12 @@ class JiebaWordPieceTokenizer(keras_hub.models.BertTokenizer):
        `jieba.load_userdict` are honoured);
     3. a segment that is in the vocabulary is one token; any other segment is
        tokenised by bert4keras' BERT rule: split on whitespace, punctuation
-       and CJK characters, drop control characters (Cc, Cf), then greedy
-       longest-match word pieces with `##` continuations. A word that cannot
-       be covered by pieces, or is longer than `word_maxlen` characters,
-       becomes the unknown token.
+       and CJK characters, drop NUL, U+FFFD and categories Cc/Cf (unlike
+       Google's BERT, other `C*` characters such as private-use ones are
+       kept), then greedy longest-match word pieces with `##` continuations.
+       A word that cannot be covered by pieces, or is longer than
+       `word_maxlen` (200) characters, stays whole, i.e. becomes the unknown
+       token (Google's BERT / keras-hub cap words at 100 characters / bytes).
 
     Like `BertTokenizer`, `tokenize` adds no `[CLS]`/`[SEP]`: a
     `keras_hub.models.BertTextEmbedderPreprocessor` (or any BERT
@@ -221,7 +223,8 @@ class JiebaWordPieceTokenizer(keras_hub.models.BertTokenizer):
     cannot live inside an exported SavedModel / TF Serving graph: an
     exported model must take token ids, with tokenisation done beforehand.
     Results are cached per jieba segment, so after warm-up the cost is
-    essentially jieba's.
+    essentially jieba's. In `tf.data`, batch before mapping: each call is one
+    trip into Python, so mapping single strings is ~3x slower.
 
     Args:
         vocabulary: a list of tokens or the path of a `vocab.txt` (one token
@@ -358,7 +361,9 @@ class JiebaWordPieceTokenizer(keras_hub.models.BertTokenizer):
         lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
         flat = itertools.chain.from_iterable(rows)
         if is_int_dtype(self.compute_dtype):
-            values = np.fromiter(flat, dtype=self.compute_dtype, count=int(lengths.sum()))
+            values = np.fromiter(
+                flat, dtype=self.compute_dtype, count=int(lengths.sum())
+            )
         else:
             vocabulary = self.vocabulary
             values = np.array(

@@ -265,7 +265,7 @@ def _tiny_vocab():
 # ---------------------------------------------------------------------------
 # 1. Equality with the reference.
 # ---------------------------------------------------------------------------
-def test_matches_bert4keras_reference(corpus, tokenizer, reference, vocab_file):
+def test_matches_bert4keras_reference(corpus, tokenizer, reference):
     sentences, vocab = corpus
     # Both loaders read the same vocabulary.
     assert reference.token_dict == {t: i for i, t in enumerate(vocab)}
@@ -287,8 +287,8 @@ def test_matches_bert4keras_reference(corpus, tokenizer, reference, vocab_file):
     assert reference.segments_oov > 400  # ~600 OOV segments, mostly words
     unk = tokenizer.token_to_id("[UNK]")
     assert sum(ids.count(unk) for ids in got) > 10
-    multi_char_word_ids = {i for i, t in enumerate(vocab) if len(t) > 1 and "#" not in t}
-    assert sum(len(multi_char_word_ids.intersection(ids)) for ids in got) > 1000
+    word_ids = {i for i, t in enumerate(vocab) if len(t) > 1 and "#" not in t}
+    assert sum(len(word_ids.intersection(ids)) for ids in got) > 1000
 
     # A few hand-checked cases of the rule.
     idx = {t: i for i, t in enumerate(vocab)}
@@ -421,7 +421,11 @@ def test_text_embedder_preprocessor(corpus, tokenizer, reference):
     first, second = sentences[:20], sentences[20:40]
     ds = tf.data.Dataset.from_tensor_slices((first, second)).batch(10)
     ds = ds.map(lambda a, b: pair_pre(x=(a, b)))
-    rows = [(t, s) for o in ds for t, s in zip(o["token_ids"].numpy(), o["segment_ids"].numpy())]
+    rows = [
+        pair
+        for o in ds
+        for pair in zip(o["token_ids"].numpy(), o["segment_ids"].numpy())
+    ]
     for (ids, segs), a, b in zip(rows, first, second):
         ids_a, ids_b = reference.encode(a), reference.encode(b)[1:]
         n = len(ids_a) + len(ids_b)
