@@ -8,6 +8,7 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
+from kcse.backbones.jieba_word_piece_tokenizer import JiebaWordPieceTokenizer
 from kcse.backbones.relative_position_backbone import ACTIVATIONS
 from kcse.backbones.relative_position_backbone import NezhaBackbone
 from kcse.backbones.relative_position_backbone import RoFormerBackbone
@@ -272,10 +273,6 @@ def build_preprocessor(folder, family, config, sequence_length):
         raise FileNotFoundError(f"No vocab.txt in {folder}.")
     lowercase = config.get("do_lower_case", True)
     if family in JIEBA_FAMILIES:
-        from kcse.backbones.jieba_word_piece_tokenizer import (
-            JiebaWordPieceTokenizer,
-        )
-
         tokenizer = JiebaWordPieceTokenizer(
             vocabulary=str(vocabulary), lowercase=lowercase
         )

@@ -290,3 +290,21 @@ def test_every_pooling_and_keras_round_trip(tmp_path, family):
     restored = keras.models.load_model(tmp_path / "encoder.keras")
     assert type(restored.backbone) is type(encoder.backbone)
     np.testing.assert_array_equal(restored.encode(SENTENCES), vectors)
+
+
+def test_wobert_has_no_pooler_and_segments_words_with_jieba(tmp_path):
+    folder = write_family(tmp_path, "wobert", pooler=False)
+    backbone, preprocessor = kcse.backbones.from_checkpoint(folder, "wobert", 16)
+    assert isinstance(preprocessor.tokenizer, kcse.backbones.JiebaWordPieceTokenizer)
+    with pytest.raises(ValueError, match="pooler is all zeros"):
+        kcse.SentenceEncoder(backbone, preprocessor, pooling="P2")
+    encoder = kcse.SentenceEncoder(backbone, preprocessor, pooling="P4")
+    vectors = encoder.encode(SENTENCES)
+    encoder.save(tmp_path / "wobert.keras")
+    restored = keras.models.load_model(tmp_path / "wobert.keras")
+    assert isinstance(
+        restored.preprocessor.tokenizer, kcse.backbones.JiebaWordPieceTokenizer
+    )
+    np.testing.assert_array_equal(restored.encode(SENTENCES), vectors)
+    with pytest.raises(ValueError, match="pooler is all zeros"):
+        kcse.SentenceEncoder(restored.backbone, pooling="P2")
