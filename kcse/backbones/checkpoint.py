@@ -165,13 +165,12 @@ def _is_ignored(name, family):
     )
 
 
-def load_checkpoint_weights(backbone, prefix, family, allow_missing=()):
-    """Assigns every encoder variable of the checkpoint at `prefix`.
+def load_checkpoint_weights(backbone, reader, family, allow_missing=()):
+    """Assigns every encoder variable of a checkpoint (a `tf.train` reader).
 
     Raises one `CheckpointError` listing all unknown, missing and
     mis-shaped variables. Names in `allow_missing` may be absent.
     """
-    reader = tf.train.load_checkpoint(prefix)
     shapes = reader.get_variable_to_shape_map()
     expected = checkpoint_variable_map(backbone)
     unknown = sorted(
@@ -200,7 +199,7 @@ def load_checkpoint_weights(backbone, prefix, family, allow_missing=()):
             if items
         ]
         raise CheckpointError(
-            f"Checkpoint {prefix} does not fit a {family} "
+            f"The checkpoint does not fit a {family} "
             f"{type(backbone).__name__}:\n" + "\n".join(problems)
         )
     for name, variable in expected.items():
@@ -251,14 +250,16 @@ def from_checkpoint(folder, family="bert", sequence_length=512):
         raise FileNotFoundError(f"Checkpoint folder {folder} does not exist.")
     config = read_bert_config(folder)
     prefix = checkpoint_prefix(folder)
-    has_pooler = "bert/pooler/dense/kernel" in (
-        tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
-    )
+    reader = tf.train.load_checkpoint(prefix)
+    has_pooler = reader.has_tensor("bert/pooler/dense/kernel")
     backbone = build_backbone(config, family, has_pooler)
     pooler = ("bert/pooler/dense/kernel", "bert/pooler/dense/bias")
-    load_checkpoint_weights(
-        backbone, prefix, family, allow_missing=() if has_pooler else pooler
-    )
+    try:
+        load_checkpoint_weights(
+            backbone, reader, family, allow_missing=() if has_pooler else pooler
+        )
+    except CheckpointError as error:
+        raise CheckpointError(f"{prefix}: {error}") from None
     layer_names = {layer.name for layer in backbone.layers}
     if not has_pooler and "pooled_dense" in layer_names:
         for variable in backbone.get_layer("pooled_dense").weights:
