@@ -6,6 +6,7 @@ import warnings
 import keras
 import keras_hub
 import numpy as np
+import tensorflow as tf
 from keras import ops
 
 from kcse.backbones.checkpoint import from_checkpoint
@@ -172,17 +173,27 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         lengths = features["padding_mask"].astype(bool).sum(axis=1)
         order = np.argsort(-lengths, kind="stable")
         full_length = features["padding_mask"].shape[1]
+
+        def batches():
+            for start in range(0, len(texts), batch_size):
+                rows = order[start : start + batch_size]
+                length = LENGTH_BUCKET * math.ceil(
+                    max(int(lengths[rows].max()), 1) / LENGTH_BUCKET
+                )
+                length = min(length, full_length)
+                yield {key: value[rows, :length] for key, value in features.items()}
+
+        dataset = tf.data.Dataset.from_generator(
+            batches,
+            output_signature={
+                key: tf.TensorSpec((None, None), value.dtype)
+                for key, value in features.items()
+            },
+        )
+        # keras.Model.predict, not the Task's: the batches are tokenised
+        # already. It also splits batches over tf.distribute replicas.
         outputs = np.zeros((len(texts), self.output_dim), "float32")
-        for start in range(0, len(texts), batch_size):
-            rows = order[start : start + batch_size]
-            length = LENGTH_BUCKET * math.ceil(
-                max(int(lengths[rows].max()), 1) / LENGTH_BUCKET
-            )
-            length = min(length, full_length)
-            batch = {key: value[rows, :length] for key, value in features.items()}
-            outputs[rows] = ops.convert_to_numpy(
-                keras.Model.predict_on_batch(self, batch)
-            )
+        outputs[order] = keras.Model.predict(self, dataset, verbose=0)
         return outputs
 
     def encode_text(self, text, batch_size=64):
