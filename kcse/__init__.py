@@ -2,6 +2,7 @@
 
 from kcse import backbones
 from kcse import data
+from kcse import datasets
 from kcse import evaluation
 from kcse import layers
 from kcse import losses
