@@ -1,0 +1,288 @@
+"""The comparison grid: models × poolings × tasks, raw / whitening / SimCSE."""
+
+import contextlib
+import dataclasses
+import pathlib
+import time
+import warnings
+
+import keras
+import numpy as np
+
+from kcse.backbones.checkpoint import from_checkpoint
+from kcse.backbones.hidden_states import set_hidden_dropout
+from kcse.evaluation.sts import cosine_scores
+from kcse.evaluation.sts import sts_correlations
+from kcse.evaluation.sts_evaluator import STSEvaluator
+from kcse.experiments.protocols import SPLITS
+from kcse.experiments.protocols import split_sentences
+from kcse.experiments.protocols import training_sentences
+from kcse.experiments.published import published_cell
+from kcse.experiments.results import cell_key
+from kcse.layers.whitening import Whitening
+from kcse.sentence_encoder import SentenceEncoder
+from kcse.simcse import SimCSE
+
+# Su's models: checkpoint folder names (as released) and kcse family.
+SU_CHECKPOINTS = {
+    "BERT": ("chinese_L-12_H-768_A-12", "bert"),
+    "RoBERTa": ("chinese_roberta_wwm_ext_L-12_H-768_A-12", "roberta"),
+    "NEZHA": ("nezha_base_wwm", "nezha"),
+    "WoBERT": ("chinese_wobert_plus_L-12_H-768_A-12", "wobert"),
+    "RoFormer": ("chinese_roformer_L-12_H-768_A-12", "roformer"),
+    "SimBERT": ("chinese_simbert_L-12_H-768_A-12", "simbert"),
+    "SimBERT-small": ("chinese_simbert_L-6_H-384_A-12", "simbert"),
+    "SimBERT-tiny": ("chinese_simbert_L-4_H-312_A-12", "simbert"),
+}
+# Short names of keras-hub presets, with the text prefix they expect.
+PRESETS = {"e5-small": ("multilingual_e5_small", "query: ")}
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+    """Where a model of the grid comes from.
+
+    `family` set: an original TF checkpoint folder (`source`) of that kcse
+    family; otherwise `source` is a keras-hub preset or local preset / HF
+    folder. `prefix` is prepended to every sentence (E5: `"query: "`).
+    """
+
+    name: str
+    source: str
+    family: str = None
+    prefix: str = ""
+
+
+def resolve_model(name, checkpoint_root=None):
+    """A `ModelSpec` from a grid model name.
+
+    Names: Su's models (`BERT`, `RoBERTa`, `NEZHA`, `WoBERT`, `RoFormer`,
+    `SimBERT`, `SimBERT-small`, `SimBERT-tiny`: folders under
+    `checkpoint_root`), `e5-small`, a keras-hub preset, or a local folder;
+    `PATH:family` names a checkpoint folder of a kcse family.
+    """
+    if name in SU_CHECKPOINTS:
+        folder, family = SU_CHECKPOINTS[name]
+        if checkpoint_root is None:
+            raise ValueError(
+                f"Model {name!r} needs --checkpoint-root, the folder holding "
+                f"{folder}/ (the original release)."
+            )
+        return ModelSpec(name, str(pathlib.Path(checkpoint_root) / folder), family)
+    if name in PRESETS:
+        preset, prefix = PRESETS[name]
+        return ModelSpec(name, preset, prefix=prefix)
+    if ":" in name and not name.startswith(("hf://", "kaggle://")):
+        path, family = name.rsplit(":", 1)
+        return ModelSpec(pathlib.Path(path).name, path, family)
+    if pathlib.Path(name).is_dir() and (pathlib.Path(name) / "bert_config.json").is_file():
+        return ModelSpec(pathlib.Path(name).name, name, "bert")
+    return ModelSpec(name, name)
+
+
+def load_model(spec, sequence_length):
+    """`(backbone, preprocessor)` for a `ModelSpec`."""
+    if spec.family is not None:
+        return from_checkpoint(spec.source, spec.family, sequence_length)
+    with warnings.catch_warnings():
+        # The offline e5 fallback warns; the grid prints its source instead.
+        warnings.simplefilter("ignore", UserWarning)
+        encoder = SentenceEncoder.from_preset(
+            spec.source, sequence_length=sequence_length
+        )
+    return encoder.backbone, encoder.preprocessor
+
+
+def has_pooler(backbone):
+    """Whether P2 can run: a pooler with pretrained (non-zero) weights."""
+    try:
+        kernel = backbone.get_layer("pooled_dense").kernel
+    except ValueError:
+        return False
+    return bool(np.any(keras.ops.convert_to_numpy(kernel)))
+
+
+def encode_splits(encoder, data, prefix, batch_size):
+    """Vectors of both sides of every split: `{split: (v1, v2)}`."""
+    vectors = {}
+    for split, pairs in data.items():
+        texts = [prefix + s for s in pairs.sentences1 + pairs.sentences2]
+        encoded = encoder.encode(texts, batch_size=batch_size)
+        vectors[split] = (encoded[: len(pairs)], encoded[len(pairs) :])
+    return vectors
+
+
+def score_splits(data, vectors, transform=None):
+    """`{split: {"spearman", "pearson", "n"}}` of cosine vs gold."""
+    scores = {}
+    for split, (v1, v2) in vectors.items():
+        if transform is not None:
+            v1, v2 = transform(v1), transform(v2)
+        scores[split] = sts_correlations(data[split].scores, cosine_scores(v1, v2))
+    return scores
+
+
+def run_cell(spec, backbone, preprocessor, pooling, task, data, protocol, seed,
+             encode_batch_size=64, plot_dir=None):
+    """One cell: a raw, b whitened and c SimCSE-trained scores per split.
+
+    The backbone must hold the model's initial weights; SimCSE trains it in
+    place (the caller restores them for the next cell).
+    """
+    start = time.time()
+    preprocessor.sequence_length = protocol.sequence_length(task)
+    encoder = SentenceEncoder(backbone, preprocessor, pooling=pooling)
+    raw_vectors = encode_splits(encoder, data, spec.prefix, encode_batch_size)
+    raw = score_splits(data, raw_vectors)
+
+    whitening = Whitening()
+    statistics = [
+        np.concatenate(raw_vectors[split]) for split in protocol.whitening_splits
+    ]
+    whitening.adapt(np.concatenate(statistics))
+    whitened = score_splits(
+        data, raw_vectors, lambda v: keras.ops.convert_to_numpy(whitening(v))
+    )
+
+    sentences = [
+        spec.prefix + s for s in training_sentences(data, protocol, task, seed)
+    ]
+    set_hidden_dropout(backbone, protocol.hidden_dropout)
+    simcse = SimCSE(encoder, protocol.temperature, protocol.negatives)
+    simcse.compile(optimizer=keras.optimizers.Adam(protocol.learning_rate))
+    callbacks = []
+    if protocol.select_on_valid:
+        valid = data["valid"]
+        callbacks.append(
+            STSEvaluator(
+                encoder,
+                ([spec.prefix + s for s in valid.sentences1],
+                 [spec.prefix + s for s in valid.sentences2], valid.scores),
+                every_n_steps=protocol.eval_every,
+                batch_size=encode_batch_size,
+                restore_best_weights=True,
+            )
+        )
+    simcse.fit(
+        sentences,
+        batch_size=protocol.batch_size,
+        epochs=protocol.epochs,
+        callbacks=callbacks,
+        verbose=0,
+    )
+    trained_vectors = encode_splits(encoder, data, spec.prefix, encode_batch_size)
+    trained = score_splits(data, trained_vectors)
+
+    record = {
+        "model": spec.name,
+        "source": spec.source,
+        "pooling": pooling,
+        "task": task,
+        "protocol": protocol.name,
+        "reported_split": "test",
+        "raw": raw,
+        "whitening": whitened,
+        "simcse": trained,
+        "published": published_cell(spec.name, pooling, task),
+        "training_sentences": len(sentences),
+        "whitening_sentences": int(sum(len(s) for s in statistics)),
+        "seconds": time.time() - start,
+        "settings": dataclasses.asdict(protocol) | {"seed": seed},
+    }
+    if plot_dir is not None:
+        from kcse.experiments.plots import plot_cell
+
+        split = record["reported_split"]
+        plot_cell(
+            pathlib.Path(plot_dir) / f"{spec.name}_{pooling}_{task}.png",
+            data[split].scores,
+            cosine_scores(*raw_vectors[split]),
+            cosine_scores(*trained_vectors[split]),
+            spec.name, pooling, task,
+            raw[split]["spearman"], trained[split]["spearman"], split,
+        )
+    return record
+
+
+def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
+             strategy=None, checkpoint_root=None, plot_dir=None, log=print):
+    """Runs every cell not already in `store`, printing a line per cell.
+
+    `read_task(task, split)` gives the `SentencePairs` of a split. Models
+    are loaded once (inside `strategy.scope()` when a strategy is given)
+    and reset to their initial weights before each cell. Cells whose
+    pooling the model cannot do (P2 without a pretrained pooler) are
+    skipped, as the "-" of Su's table.
+    """
+    specs = [resolve_model(name, checkpoint_root) for name in models]
+    todo = [
+        (spec, pooling, task)
+        for spec in specs
+        for task in tasks
+        for pooling in poolings
+        if not store.has(cell_key(spec.name, pooling, task, protocol.name))
+    ]
+    skipped = len(specs) * len(tasks) * len(poolings) - len(todo)
+    if skipped:
+        log(f"{skipped} cell(s) already in {store.json_path}: skipped")
+    start, done = time.time(), 0
+    loaded = {}
+    for spec, pooling, task in todo:
+        if spec.name not in loaded:
+            loaded.clear()  # One model in memory at a time.
+            with strategy.scope() if strategy else contextlib.nullcontext():
+                backbone, preprocessor = load_model(
+                    spec, protocol.sequence_length(task)
+                )
+            loaded[spec.name] = (backbone, preprocessor, backbone.get_weights())
+        backbone, preprocessor, initial = loaded[spec.name]
+        key = cell_key(spec.name, pooling, task, protocol.name)
+        if pooling == "P2" and not has_pooler(backbone):
+            log(f"{key}: no pretrained pooler, P2 skipped ('-' in Su's table)")
+            continue
+        backbone.set_weights(initial)
+        data = {split: read_task(task, split) for split in SPLITS}
+        with strategy.scope() if strategy else contextlib.nullcontext():
+            record = run_cell(spec, backbone, preprocessor, pooling, task, data,
+                              protocol, seed, plot_dir=plot_dir)
+        store.add(key, record)
+        done += 1
+        elapsed = time.time() - start
+        eta = elapsed / done * (len(todo) - done)
+        a, b, c = (record[col]["test"]["spearman"] for col in ("raw", "whitening", "simcse"))
+        log(f"[{done}/{len(todo)}] {key}: a {a:.2f} / b {b:.2f} / c {c:.2f} (test)"
+            f"  cell {record['seconds']:.0f}s, elapsed {elapsed:.0f}s, ETA {eta:.0f}s")
+    return store
+
+
+def choose_strategy():
+    """MirroredStrategy over all visible GPUs when there are several.
+
+    Returns None (one device) otherwise, and on backends other than
+    TensorFlow.
+    """
+    if keras.config.backend() != "tensorflow":
+        return None
+    import tensorflow as tf
+
+    gpus = tf.config.list_logical_devices("GPU")
+    if len(gpus) < 2:
+        return None
+    return tf.distribute.MirroredStrategy([gpu.name for gpu in gpus])
+
+
+def published_reference(tasks):
+    """Su's published cells for `tasks`, as lines of text."""
+    from kcse.experiments.published import POOLINGS
+    from kcse.experiments.published import SU_MODELS
+
+    lines = [f"Su Jianlin's published a / b / c for {', '.join(tasks)}:"]
+    for model in SU_MODELS:
+        for pooling in POOLINGS:
+            cells = [published_cell(model, pooling, task) for task in tasks]
+            text = "  ".join(
+                f"{task} " + ("-" if cell is None else " / ".join(f"{v:.2f}" for v in cell))
+                for task, cell in zip(tasks, cells)
+            )
+            lines.append(f"  {model}-{pooling}: {text}")
+    return "\n".join(lines)

@@ -1,0 +1,92 @@
+"""Training and whitening protocols of the Chinese SimCSE comparison."""
+
+import dataclasses
+import random
+
+SPLITS = ("train", "valid", "test")
+
+
+@dataclasses.dataclass(frozen=True)
+class Protocol:
+    """Which sentences train and whiten, and the hyperparameters.
+
+    Attributes:
+        name: `"su"` or `"clean"` (or your own).
+        training_splits: splits whose sentences (both sides, no labels)
+            SimCSE trains on.
+        whitening_splits: splits whose un-tuned vectors give the whitening
+            statistics.
+        max_sentences: keep this many training sentences after shuffling
+            (None: all). Su: 10,000, except PAWSX (all).
+        select_on_valid: score the valid split during training and keep the
+            best step's weights (the test split is reported).
+        epochs, batch_size, learning_rate, hidden_dropout, temperature,
+        negatives, max_length: SimCSE training settings; `max_length` is
+        the token length (PAWSX: `long_max_length`).
+    """
+
+    name: str
+    training_splits: tuple
+    whitening_splits: tuple
+    max_sentences: int = 10_000
+    select_on_valid: bool = False
+    epochs: int = 1
+    batch_size: int = 64
+    learning_rate: float = 1e-5
+    hidden_dropout: float = 0.3
+    temperature: float = 0.05
+    negatives: str = "both_views"
+    max_length: int = 64
+    long_max_length: int = 128
+    eval_every: int = 50
+
+    def sequence_length(self, task):
+        """PAWSX's long sentence pairs get `long_max_length` (Su: 128)."""
+        return self.long_max_length if task == "PAWSX" else self.max_length
+
+    def sentence_limit(self, task):
+        """Su keeps every PAWSX sentence and 10,000 of the other tasks'."""
+        return None if task == "PAWSX" else self.max_sentences
+
+
+PROTOCOLS = {
+    # Su Jianlin's bojone/SimCSE: sentences of all three splits (test
+    # included, unlabelled) train SimCSE and give the whitening statistics.
+    "su": Protocol(
+        name="su",
+        training_splits=SPLITS,
+        whitening_splits=SPLITS,
+    ),
+    # Leak-free: only the train split trains and whitens; the best step on
+    # valid is kept and test is reported.
+    "clean": Protocol(
+        name="clean",
+        training_splits=("train",),
+        whitening_splits=("train",),
+        select_on_valid=True,
+    ),
+}
+
+
+def split_sentences(data, splits):
+    """Both sides of every pair of `splits`, in file order."""
+    return [sentence for split in splits for sentence in data[split].sentences()]
+
+
+def training_sentences(data, protocol, task, seed):
+    """SimCSE's training sentences for `task` under `protocol`.
+
+    Both sides of every pair of the protocol's training splits, shuffled
+    with `seed`, then the first `protocol.sentence_limit(task)` kept (Su
+    draws from all pairs, duplicates included, exactly so).
+    """
+    sentences = split_sentences(data, protocol.training_splits)
+    random.Random(seed).shuffle(sentences)
+    limit = protocol.sentence_limit(task)
+    return sentences if limit is None else sentences[:limit]
+
+
+def with_overrides(protocol, **overrides):
+    """`protocol` with the given fields replaced (None values are ignored)."""
+    changes = {k: v for k, v in overrides.items() if v is not None}
+    return dataclasses.replace(protocol, **changes)

@@ -1,0 +1,123 @@
+"""results.json / results.md of a comparison grid, resumable cell by cell."""
+
+import json
+import os
+import pathlib
+
+SCHEMA = "kcse.comparison/1"
+COLUMNS = ("raw", "whitening", "simcse")
+
+
+def cell_key(model, pooling, task, protocol):
+    return f"{model}|{pooling}|{task}|{protocol}"
+
+
+class ResultStore:
+    """The results of a grid, saved after every cell so a rerun resumes.
+
+    `results.json` (schema `"kcse.comparison/1"`):
+
+    ```
+    {"schema": "kcse.comparison/1",
+     "cells": {"<model>|<pooling>|<task>|<protocol>": {
+         "model", "pooling", "task", "protocol": str,
+         "reported_split": "test",          # the split results.md shows
+         "raw" | "whitening" | "simcse": {  # a, b, c of Su's table
+             "<split>": {"spearman": float, "pearson": float, "n": int}},
+         "published": [a, b, c] or null,    # Su's cell, where there is one
+         "training_sentences": int, "whitening_sentences": int,
+         "seconds": float, "settings": {...}}}}
+    ```
+
+    Spearman and Pearson are ×100. `results.md` is written beside it.
+    """
+
+    def __init__(self, directory):
+        self.directory = pathlib.Path(directory)
+        self.json_path = self.directory / "results.json"
+        self.markdown_path = self.directory / "results.md"
+        self.cells = {}
+        if self.json_path.is_file():
+            try:
+                stored = json.loads(self.json_path.read_text(encoding="utf-8"))
+            except json.JSONDecodeError as error:
+                raise ValueError(
+                    f"{self.json_path} is not valid JSON ({error}); move it "
+                    "away to start a new comparison."
+                ) from error
+            if stored.get("schema") != SCHEMA:
+                raise ValueError(
+                    f"{self.json_path} has schema {stored.get('schema')!r}, "
+                    f"not {SCHEMA!r}."
+                )
+            self.cells = stored["cells"]
+
+    def has(self, key):
+        return key in self.cells
+
+    def add(self, key, record):
+        """Stores one finished cell and rewrites both files atomically."""
+        self.cells[key] = record
+        self.directory.mkdir(parents=True, exist_ok=True)
+        _write_atomically(
+            self.json_path,
+            json.dumps({"schema": SCHEMA, "cells": self.cells}, indent=1),
+        )
+        _write_atomically(self.markdown_path, self.markdown())
+
+    def markdown(self):
+        """Su's layout: a row per model-pooling, "a / b / c" per task."""
+        cells = list(self.cells.values())
+        tasks = list(dict.fromkeys(cell["task"] for cell in cells))
+        rows = list(
+            dict.fromkeys((cell["model"], cell["pooling"], cell["protocol"]) for cell in cells)
+        )
+        by_key = {
+            (c["model"], c["pooling"], c["protocol"], c["task"]): c for c in cells
+        }
+        lines = [
+            "# Chinese SimCSE comparison",
+            "",
+            "Each cell: **a / b / c** = raw / BERT-whitening / unsupervised "
+            "SimCSE, Spearman ×100 on the split named in the cell; below it "
+            "Su Jianlin's published cell and ours minus his (Δ). Su does not "
+            "say which split his table shows.",
+            "",
+            "| model | pooling | protocol | " + " | ".join(tasks) + " |",
+            "|---|---|---|" + "---|" * len(tasks),
+        ]
+        for model, pooling, protocol in rows:
+            entries = [
+                format_cell(by_key.get((model, pooling, protocol, task)))
+                for task in tasks
+            ]
+            lines.append(
+                f"| {model} | {pooling} | {protocol} | " + " | ".join(entries) + " |"
+            )
+        return "\n".join(lines) + "\n"
+
+
+def abc(cell):
+    """The (a, b, c) Spearman of a cell on its reported split."""
+    split = cell["reported_split"]
+    return tuple(cell[column][split]["spearman"] for column in COLUMNS)
+
+
+def format_cell(cell):
+    if cell is None:
+        return ""
+    ours = abc(cell)
+    text = " / ".join(f"{value:.2f}" for value in ours) + f" ({cell['reported_split']})"
+    published = cell.get("published")
+    if published:
+        delta = " / ".join(f"{o - p:+.2f}" for o, p in zip(ours, published))
+        text += (
+            "<br>Su " + " / ".join(f"{p:.2f}" for p in published) + f"<br>Δ {delta}"
+        )
+    return text
+
+
+def _write_atomically(path, text):
+    temporary = path.with_suffix(path.suffix + ".tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)

@@ -1,0 +1,223 @@
+import json
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import kcse
+from checkpoints import TINY_CONFIG
+from checkpoints import checkpoint_arrays
+from checkpoints import write_checkpoint
+from kcse.experiments import grid
+from kcse.experiments.protocols import PROTOCOLS
+from kcse.experiments.protocols import with_overrides
+from kcse.experiments.results import ResultStore
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "recipes"))
+import chinese_simcse  # noqa: E402
+
+SPLIT_PAIRS = {"train": 76, "valid": 37, "test": 37}  # 300 sentences.
+
+
+def write_task(folder, task, pairs_by_split, scale):
+    """`<folder>/<task>/<task>.<split>.data` from (s1, s2, label) lists."""
+    (folder / task).mkdir(parents=True, exist_ok=True)
+    for split, pairs in pairs_by_split.items():
+        lines = [f"{a}\t{b}\t{scale(label)}" for a, b, label in pairs]
+        (folder / task / f"{task}.{split}.data").write_text(
+            "\n".join(lines) + "\n", encoding="utf-8"
+        )
+
+
+def stsb_sample(shared_data):
+    """The first pairs of the real Chinese STS-B splits (300 sentences)."""
+    sample = {}
+    for split, count in SPLIT_PAIRS.items():
+        pairs = kcse.data.read_pairs(
+            shared_data / "senteval_cn" / "STS-B" / f"STS-B.{split}.data"
+        )
+        sample[split] = list(
+            zip(pairs.sentences1[:count], pairs.sentences2[:count], pairs.scores[:count])
+        )
+    return sample
+
+
+def tiny_checkpoint(folder, sample):
+    """A random BERT in the original layout whose vocabulary covers `sample`."""
+    characters = sorted(
+        {c for pairs in sample.values() for a, b, _ in pairs for c in a + b}
+    )
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + characters
+    config = dict(TINY_CONFIG, vocab_size=len(vocabulary), max_position_embeddings=128)
+    arrays = checkpoint_arrays(config)
+    return write_checkpoint(folder, arrays, config, vocabulary)
+
+
+@pytest.fixture
+def tiny_setup(tmp_path, shared_data):
+    sample = stsb_sample(shared_data)
+    write_task(tmp_path / "data", "STS-B", sample, lambda label: int(label))
+    checkpoint = tiny_checkpoint(tmp_path / "tiny_bert", sample)
+    return tmp_path, f"{checkpoint}:bert"
+
+
+def run_recipe(tmp_path, model, *extra):
+    return chinese_simcse.main(
+        [
+            "--models", model, "--tasks", "STS-B", "--poolings", "P1,P4",
+            "--data-dir", str(tmp_path / "data"), "--output",
+            str(tmp_path / "out"), "--sentences", "300", "--batch-size", "16",
+            *extra,
+        ]
+    )
+
+
+def test_smoke_results_schema_and_resume(tiny_setup, capsys):
+    tmp_path, model = tiny_setup
+    run_recipe(tmp_path, model)
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert results["schema"] == "kcse.comparison/1"
+    assert sorted(results["cells"]) == [
+        "tiny_bert|P1|STS-B|su", "tiny_bert|P4|STS-B|su"
+    ]
+    for cell in results["cells"].values():
+        assert cell["reported_split"] == "test"
+        assert cell["training_sentences"] == 300
+        assert cell["whitening_sentences"] == 300
+        assert cell["published"] is None
+        for column in ("raw", "whitening", "simcse"):
+            assert set(cell[column]) == {"train", "valid", "test"}
+            assert cell[column]["test"]["n"] == 37
+            assert np.isfinite(cell[column]["test"]["spearman"])
+    markdown = (tmp_path / "out" / "results.md").read_text()
+    assert "| tiny_bert | P1 | su |" in markdown and "| tiny_bert | P4 | su |" in markdown
+    first = capsys.readouterr().out
+    assert "[2/2] tiny_bert|P4|STS-B|su" in first and "ETA" in first
+
+    run_recipe(tmp_path, model)
+    second = capsys.readouterr().out
+    assert "2 cell(s) already in" in second and "[1/" not in second
+    assert json.loads((tmp_path / "out" / "results.json").read_text()) == results
+
+
+def test_raw_and_whitening_columns_equal_independent_computations(tiny_setup):
+    tmp_path, model = tiny_setup
+    run_recipe(tmp_path, model)
+    cell = json.loads((tmp_path / "out" / "results.json").read_text())["cells"][
+        "tiny_bert|P4|STS-B|su"
+    ]
+    backbone, preprocessor = kcse.backbones.from_checkpoint(
+        model.rsplit(":", 1)[0], "bert", 64
+    )
+    encoder = kcse.SentenceEncoder(backbone, preprocessor, pooling="P4")
+    data = {
+        split: kcse.data.read_pairs(tmp_path / "data" / "STS-B" / f"STS-B.{split}.data")
+        for split in SPLIT_PAIRS
+    }
+    raw = kcse.evaluation.evaluate_sts(encoder, data["test"])["spearman"]
+    assert abs(cell["raw"]["test"]["spearman"] - raw) <= 0.01
+
+    # bojone/BERT-whitening on the vectors of all splits, both sides.
+    vectors = {split: encoder.encode(pairs.sentences1 + pairs.sentences2)
+               for split, pairs in data.items()}
+    everything = np.concatenate(list(vectors.values())).astype("float64")
+    mu = everything.mean(axis=0, keepdims=True)
+    u, s, _ = np.linalg.svd(np.cov(everything.T))
+    kernel = u @ np.diag(1 / np.sqrt(s))
+    test = (vectors["test"] - mu) @ kernel
+    a, b = test[:37], test[37:]
+    cosine = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    import scipy.stats
+
+    whitened = 100 * scipy.stats.spearmanr(data["test"].scores, cosine)[0]
+    assert abs(cell["whitening"]["test"]["spearman"] - whitened) <= 0.01
+
+
+def test_clean_protocol_never_trains_or_whitens_on_valid_or_test(
+    tiny_setup, monkeypatch
+):
+    tmp_path, model = tiny_setup
+    task_dir = tmp_path / "data" / "STS-B"
+    for split in ("valid", "test"):
+        path = task_dir / f"STS-B.{split}.data"
+        path.write_text(
+            path.read_text(encoding="utf-8")
+            + f"哨兵{split}一\t哨兵{split}二\t3\n",
+            encoding="utf-8",
+        )
+    trained, whitened = [], []
+    original_fit = kcse.SimCSE.fit
+    original_adapt = kcse.layers.Whitening.adapt
+    monkeypatch.setattr(
+        kcse.SimCSE, "fit",
+        lambda self, x, **kw: trained.extend(x) or original_fit(self, x, **kw),
+    )
+    monkeypatch.setattr(
+        kcse.layers.Whitening, "adapt",
+        lambda self, data: whitened.append(np.array(data)) or original_adapt(self, data),
+    )
+    run_recipe(tmp_path, model, "--protocol", "clean", "--poolings", "P1",
+               "--eval-every", "2")
+    train = kcse.data.read_pairs(task_dir / "STS-B.train.data")
+    assert sorted(trained) == sorted(train.sentences())
+    assert not any("哨兵" in sentence for sentence in trained)
+    # Whitening saw exactly the vectors of the train split.
+    backbone, preprocessor = kcse.backbones.from_checkpoint(
+        model.rsplit(":", 1)[0], "bert", 64
+    )
+    encoder = kcse.SentenceEncoder(backbone, preprocessor, pooling="P1")
+    expected = encoder.encode(train.sentences1 + train.sentences2)
+    assert len(whitened) == 1 and whitened[0].shape == expected.shape
+    np.testing.assert_allclose(whitened[0], expected, atol=1e-5)
+    cell = json.loads((tmp_path / "out" / "results.json").read_text())["cells"][
+        "tiny_bert|P1|STS-B|clean"
+    ]
+    assert cell["simcse"]["test"]["n"] == 38  # The sentinel pair is scored.
+
+
+@pytest.mark.parametrize("task", kcse.datasets.CHINESE_TASKS)
+def test_every_task_name_runs_on_its_real_layout(tmp_path, shared_data, task):
+    sample = stsb_sample(shared_data)
+    binary = task != "STS-B"
+    write_task(tmp_path / "data", task, sample,
+               (lambda label: int(label >= 3)) if binary else (lambda label: int(label)))
+    checkpoint = tiny_checkpoint(tmp_path / "tiny_bert", sample)
+    chinese_simcse.main([
+        "--models", f"{checkpoint}:bert", "--tasks", task, "--poolings", "P3",
+        "--data-dir", str(tmp_path / "data"), "--output", str(tmp_path / "out"),
+        "--sentences", "64", "--batch-size", "32", "--max-length", "32",
+    ])
+    cells = json.loads((tmp_path / "out" / "results.json").read_text())["cells"]
+    cell = cells[f"tiny_bert|P3|{task}|su"]
+    assert cell["settings"]["max_length"] == 32
+    # PAWSX trains on every sentence, the others on --sentences.
+    assert cell["training_sentences"] == (300 if task == "PAWSX" else 64)
+
+
+def test_grid_runs_under_mirrored_strategy(tiny_setup):
+    tmp_path, model = tiny_setup
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    protocol = with_overrides(PROTOCOLS["su"], max_sentences=64, batch_size=16)
+    store = grid.run_grid(
+        [model], ["P1"], ["STS-B"],
+        lambda task, split: kcse.datasets.read_chinese_task(tmp_path / "data", task, split),
+        protocol, ResultStore(tmp_path / "mirrored"), strategy=strategy,
+    )
+    cell = store.cells["tiny_bert|P1|STS-B|su"]
+    assert np.isfinite(cell["simcse"]["test"]["spearman"])
+
+
+def test_strategy_choice(monkeypatch):
+    monkeypatch.setattr(tf.config, "list_logical_devices", lambda kind: [])
+    assert grid.choose_strategy() is None
+
+
+def test_model_names_resolve(tmp_path):
+    spec = grid.resolve_model("NEZHA", tmp_path)
+    assert spec.family == "nezha" and spec.source.endswith("nezha_base_wwm")
+    assert grid.resolve_model("e5-small").prefix == "query: "
+    assert grid.resolve_model("/ckpt/my_bert:roformer").family == "roformer"
+    with pytest.raises(ValueError, match="--checkpoint-root"):
+        grid.resolve_model("BERT")
