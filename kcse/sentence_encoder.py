@@ -189,6 +189,10 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
                 key: tf.TensorSpec((None, None), value.dtype)
                 for key, value in features.items()
             },
+        ).apply(
+            tf.data.experimental.assert_cardinality(
+                math.ceil(len(texts) / batch_size)
+            )
         )
         # keras.Model.predict, not the Task's: the batches are tokenised
         # already. It also splits batches over tf.distribute replicas.

@@ -77,6 +77,11 @@ class Whitening(keras.layers.Layer):
     any iterable of such batches (a generator, a `tf.data.Dataset`), and
     memory stays O(dim²).
 
+    As in bojone/BERT-whitening, a direction of tiny but non-zero variance
+    is scaled up to unit variance like the others (LayerNorm outputs lie in
+    a hyperplane, so BERT vectors always have one such direction); only an
+    exactly zero variance among the kept directions is an error.
+
     Args:
         n_components: int or None. Output dimension; None keeps all.
         epsilon: float. Added to the singular values before the inverse
@@ -128,13 +133,11 @@ class Whitening(keras.layers.Layer):
         u, s, _ = np.linalg.svd(covariance)
         kept = self.n_components or len(s)
         u, s = u[:, :kept], s[:kept]
-        tolerance = s.max() * len(covariance) * np.finfo("float64").eps
-        if self.epsilon == 0 and s.min() <= tolerance:
+        if np.any(s + self.epsilon <= 0):
             raise ValueError(
-                "The covariance of the adapted vectors is singular (singular "
-                f"value {s.min():.3g} among the {kept} kept); pass "
-                "Whitening(epsilon=...), a smaller n_components, or adapt on "
-                "more varied vectors."
+                "The covariance of the adapted vectors is singular (a kept "
+                "direction has zero variance); pass Whitening(epsilon=...), a "
+                "smaller n_components, or adapt on more varied vectors."
             )
         kernel = u / np.sqrt(s + self.epsilon)
         if not self.built:

@@ -234,11 +234,25 @@ def test_n_components_not_positive(k):
         Whitening(n_components=k)
 
 
-def test_rank_deficient_covariance_is_an_error_without_epsilon():
+def test_zero_variance_is_an_error_without_epsilon():
     x = np.random.default_rng(0).normal(size=(50, 3))
-    x = np.concatenate([x, x[:, :1]], axis=1)  # A duplicated column.
+    x = np.concatenate([x, np.ones((50, 1))], axis=1)  # A constant column.
     with pytest.raises(ValueError, match="covariance .* is singular"):
         Whitening().adapt(x)
+    Whitening(n_components=3).adapt(x)  # Not among the kept directions.
+
+
+def test_near_singular_direction_is_whitened_as_bojone_does():
+    # Vectors on a hyperplane (as LayerNorm outputs): one tiny variance.
+    x = np.random.default_rng(0).normal(size=(200, 4))
+    x[:, 3] = -x[:, :3].sum(axis=1) + 1e-5 * np.random.default_rng(1).normal(size=200)
+    layer = Whitening()
+    layer.adapt(x)  # No error, as in bojone's code.
+    output = _output(layer, x)
+    assert np.all(np.isfinite(output))
+    # The last, tiny direction is float32 rounding noise scaled up; the
+    # others match the float64 reference.
+    np.testing.assert_allclose(output[:, :3], reference_whitening(x)[:, :3], atol=1e-4)
 
 
 def test_epsilon_keeps_rank_deficient_covariance_finite():
