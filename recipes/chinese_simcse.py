@@ -88,6 +88,7 @@ def main(argv=None):
     from kcse.experiments.protocols import PROTOCOLS
     from kcse.experiments.protocols import with_overrides
     from kcse.experiments.results import ResultStore
+    from kcse.experiments.results import text_table
 
     protocol = with_overrides(
         PROTOCOLS[args.protocol],
@@ -102,6 +103,11 @@ def main(argv=None):
         long_max_length=args.long_max_length,
         eval_every=args.eval_every,
     )
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            sys.exit("--plot needs matplotlib: pip install -e \".[plot]\"")
     data_dir = args.data_dir or kcse.datasets.BUNDLED_CHINESE_STS
     unknown = [task for task in args.tasks if task not in kcse.datasets.CHINESE_TASKS]
     if unknown:
@@ -126,7 +132,7 @@ def main(argv=None):
         plot_dir=args.output / "plots" if args.plot else None,
     )
     print()
-    print(store.markdown())
+    print(text_table(store.cells))
     print(grid.published_reference(args.tasks))
     print(f"wrote {store.json_path} and {store.markdown_path} "
           f"({time.time() - start:.0f} s)")

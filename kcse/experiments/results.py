@@ -97,6 +97,24 @@ class ResultStore:
         return "\n".join(lines) + "\n"
 
 
+def text_table(cells):
+    """A plain-text table of cells for the terminal: ours beside Su's."""
+    header = (
+        f"{'model':<14}{'pooling':<8}{'task':<7}{'split':<6}"
+        f"{'a raw':>8}{'b white':>8}{'c simcse':>9}   Su a / b / c"
+    )
+    lines = [header, "-" * len(header)]
+    for cell in cells.values():
+        a, b, c = abc(cell)
+        published = cell.get("published")
+        su = " / ".join(f"{v:.2f}" for v in published) if published else "-"
+        lines.append(
+            f"{cell['model']:<14}{cell['pooling']:<8}{cell['task']:<7}"
+            f"{cell['reported_split']:<6}{a:>8.2f}{b:>8.2f}{c:>9.2f}   {su}"
+        )
+    return "\n".join(lines)
+
+
 def abc(cell):
     """The (a, b, c) Spearman of a cell on its reported split."""
     split = cell["reported_split"]
