@@ -101,7 +101,7 @@ def text_table(cells):
     """A plain-text table of cells for the terminal: ours beside Su's."""
     header = (
         f"{'model':<14}{'pooling':<8}{'task':<7}{'split':<6}"
-        f"{'a raw':>8}{'b white':>8}{'c simcse':>9}   Su a / b / c"
+        f"{'a raw':>9}{'b whiten':>10}{'c SimCSE':>10}   Su a / b / c"
     )
     lines = [header, "-" * len(header)]
     for cell in cells.values():
@@ -110,7 +110,7 @@ def text_table(cells):
         su = " / ".join(f"{v:.2f}" for v in published) if published else "-"
         lines.append(
             f"{cell['model']:<14}{cell['pooling']:<8}{cell['task']:<7}"
-            f"{cell['reported_split']:<6}{a:>8.2f}{b:>8.2f}{c:>9.2f}   {su}"
+            f"{cell['reported_split']:<6}{a:>9.2f}{b:>10.2f}{c:>10.2f}   {su}"
         )
     return "\n".join(lines)
 

@@ -95,7 +95,7 @@ def test_smoke_results_schema_and_resume(tiny_setup, capsys):
     assert "| tiny_bert | P1 | su |" in markdown and "| tiny_bert | P4 | su |" in markdown
     first = capsys.readouterr().out
     assert "[2/2] tiny_bert|P4|STS-B|su" in first and "ETA" in first
-    assert "c simcse" in first and "Su's published a / b / c for STS-B" in first
+    assert "c SimCSE" in first and "Su's published a / b / c for STS-B" in first
 
     run_recipe(tmp_path, model)
     second = capsys.readouterr().out
