@@ -94,44 +94,77 @@ def read_pairs(path, format="auto", on_error="raise", encoding="utf-8-sig"):
     if format != "auto" and format not in FORMATS:
         raise ValueError(f"format must be 'auto' or one of {FORMATS}; got {format!r}.")
     path = os.fspath(path)
-    with open(path, encoding=encoding, newline="") as file:
-        try:
-            text = file.read()
-        except UnicodeDecodeError as error:
-            raise MalformedLineError(
-                f"{path}: not valid {encoding} text ({error})."
-            ) from error
+    text = read_text(path, encoding)
     # Only "\n" ends a line ("\r\n" too): str.splitlines would also break
     # sentences at characters such as U+2028 or \x85.
     lines = [line.removesuffix("\r") for line in text.split("\n")]
     if format == "auto":
         format = detect_format(path, next((l for l in lines if l.strip()), ""))
-    pairs = SentencePairs([], [], [], source=path)
-    malformed = []
-    for line_number, fields in _records(text, lines, format, path):
+    sentences1, sentences2, scores, skipped, _ = collect_pairs(
+        path,
+        _records(text, lines, format, path),
+        lambda fields: _pair_from_fields(fields, format),
+        on_error,
+    )
+    return SentencePairs(
+        sentences1,
+        sentences2,
+        np.asarray(scores, dtype="float64"),
+        source=path,
+        skipped=skipped,
+    )
+
+
+def read_text(path, encoding):
+    """The whole text of `path`; an undecodable file names itself."""
+    with open(path, encoding=encoding, newline="") as file:
         try:
-            s1, s2, score = _pair_from_fields(fields, format)
+            return file.read()
+        except UnicodeDecodeError as error:
+            raise MalformedLineError(
+                f"{path}: not valid {encoding} text ({error})."
+            ) from error
+
+
+def collect_pairs(path, records, parse, on_error):
+    """Parses numbered records into pairs, handling bad lines.
+
+    `records` yields `(line_number, record)`; `parse(record)` returns
+    `(s1, s2, value)`, with value None for a pair without a gold label, or
+    raises ValueError. A bad record raises `MalformedLineError` naming
+    `path` and the line, or with `on_error="skip"` is skipped and counted in
+    one warning.
+
+    Returns:
+        `(sentences1, sentences2, values, skipped, unlabelled)`: skipped
+        holds the line numbers of bad and unlabelled records, unlabelled
+        those without a gold label.
+    """
+    sentences1, sentences2, values = [], [], []
+    skipped, unlabelled, malformed = [], [], []
+    for line_number, record in records:
+        try:
+            s1, s2, value = parse(record)
         except ValueError as error:
-            message = f"{path}:{line_number}: {error}"
             if on_error == "raise":
-                raise MalformedLineError(message) from None
+                raise MalformedLineError(f"{path}:{line_number}: {error}") from None
             malformed.append(line_number)
-            pairs.skipped.append(line_number)
+            skipped.append(line_number)
             continue
-        if score is None:
-            pairs.skipped.append(line_number)
+        if value is None:
+            unlabelled.append(line_number)
+            skipped.append(line_number)
             continue
-        pairs.sentences1.append(s1)
-        pairs.sentences2.append(s2)
-        pairs.scores.append(score)
-    pairs.scores = np.asarray(pairs.scores, dtype="float64")
+        sentences1.append(s1)
+        sentences2.append(s2)
+        values.append(value)
     if malformed:
         warnings.warn(
             f"{path}: skipped {len(malformed)} malformed line(s), first at "
             f"line(s) {malformed[:5]}.",
-            stacklevel=2,
+            stacklevel=3,
         )
-    return pairs
+    return sentences1, sentences2, values, skipped, unlabelled
 
 
 def _records(text, lines, format, path):

@@ -15,6 +15,8 @@ import warnings
 import numpy as np
 
 from kcse.data import MalformedLineError
+from kcse.data.sentence_pairs import collect_pairs
+from kcse.data.sentence_pairs import read_text
 
 NLI_LABELS = ("entailment", "neutral", "contradiction")
 NO_GOLD_LABEL = "-"
@@ -98,41 +100,23 @@ def read_nli(path, on_error="raise", encoding="utf-8-sig"):
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip'; got {on_error!r}.")
     path = os.fspath(path)
-    with open(path, encoding=encoding, newline="") as file:
-        try:
-            text = file.read()
-        except UnicodeDecodeError as error:
-            raise MalformedLineError(
-                f"{path}: not valid {encoding} text ({error})."
-            ) from error
-    pairs = NLIPairs([], [], [], source=path)
-    malformed = []
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            premise, hypothesis, label = _parse_line(line)
-        except ValueError as error:
-            if on_error == "raise":
-                raise MalformedLineError(f"{path}:{number}: {error}") from None
-            malformed.append(number)
-            pairs.skipped.append(number)
-            continue
-        if label is None:
-            pairs.no_gold.append(number)
-            pairs.skipped.append(number)
-            continue
-        pairs.sentences1.append(premise)
-        pairs.sentences2.append(hypothesis)
-        pairs.labels.append(label)
-    pairs.labels = np.asarray(pairs.labels, dtype="int64")
-    if malformed:
-        warnings.warn(
-            f"{path}: skipped {len(malformed)} malformed line(s), first at "
-            f"line(s) {malformed[:5]}.",
-            stacklevel=2,
-        )
-    return pairs
+    text = read_text(path, encoding)
+    records = (
+        (number, line)
+        for number, line in enumerate(text.split("\n"), start=1)
+        if line.strip()
+    )
+    premises, hypotheses, labels, skipped, no_gold = collect_pairs(
+        path, records, _parse_line, on_error
+    )
+    return NLIPairs(
+        premises,
+        hypotheses,
+        np.asarray(labels, dtype="int64"),
+        source=path,
+        skipped=skipped,
+        no_gold=no_gold,
+    )
 
 
 def _parse_line(line):

@@ -198,6 +198,7 @@ def run_cell(spec, backbone, preprocessor, pooling, task, data, protocol, seed,
         from kcse.experiments.plots import plot_cell
 
         split = record["reported_split"]
+        pathlib.Path(plot_dir).mkdir(parents=True, exist_ok=True)
         plot_cell(
             pathlib.Path(plot_dir) / f"{spec.name}_{pooling}_{task}.png",
             data[split].scores,

@@ -95,12 +95,23 @@ def test_smoke_results_schema_and_resume(tiny_setup, capsys):
     assert "| tiny_bert | P1 | su |" in markdown and "| tiny_bert | P4 | su |" in markdown
     first = capsys.readouterr().out
     assert "[2/2] tiny_bert|P4|STS-B|su" in first and "ETA" in first
-    assert "c SimCSE" in first and "Su's published a / b / c for STS-B" in first
+    assert "c SimCSE" in first and "Su Jianlin's published a / b / c for STS-B" in first
 
     run_recipe(tmp_path, model)
     second = capsys.readouterr().out
     assert "2 cell(s) already in" in second and "[1/" not in second
     assert json.loads((tmp_path / "out" / "results.json").read_text()) == results
+
+
+def test_plot_writes_a_png_per_cell(tiny_setup):
+    matplotlib_image = pytest.importorskip("matplotlib.image")
+    tmp_path, model = tiny_setup
+    run_recipe(tmp_path, model, "--plot")
+    for pooling in ("P1", "P4"):
+        image = matplotlib_image.imread(
+            tmp_path / "out" / "plots" / f"tiny_bert_{pooling}_STS-B.png"
+        )
+        assert image.shape[0] > 300 and image.shape[1] > 600
 
 
 def test_raw_and_whitening_columns_equal_independent_computations(tiny_setup):
