@@ -3,7 +3,6 @@
 import json
 import pathlib
 
-import keras
 import keras_hub
 import numpy as np
 import tensorflow as tf

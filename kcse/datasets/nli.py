@@ -10,11 +10,9 @@ import collections
 import dataclasses
 import json
 import os
-import warnings
 
 import numpy as np
 
-from kcse.data import MalformedLineError
 from kcse.data.sentence_pairs import collect_pairs
 from kcse.data.sentence_pairs import read_text
 

@@ -15,7 +15,6 @@ from kcse.evaluation.sts import cosine_scores
 from kcse.evaluation.sts import sts_correlations
 from kcse.evaluation.sts_evaluator import STSEvaluator
 from kcse.experiments.protocols import SPLITS
-from kcse.experiments.protocols import split_sentences
 from kcse.experiments.protocols import training_sentences
 from kcse.experiments.published import published_cell
 from kcse.experiments.results import cell_key
