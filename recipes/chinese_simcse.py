@@ -83,6 +83,8 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
+    import keras
+
     import kcse
     from kcse.experiments import grid
     from kcse.experiments.protocols import PROTOCOLS
@@ -116,6 +118,7 @@ def main(argv=None):
     def read_task(task, split):
         return kcse.datasets.read_chinese_task(data_dir, task, split)
 
+    keras.utils.set_random_seed(args.seed)  # Shuffling and dropout masks.
     strategy = grid.choose_strategy()
     print(f"kcse Chinese SimCSE comparison, protocol {protocol.name}: "
           f"{protocol.max_sentences} training sentences per task"
