@@ -1,5 +1,6 @@
 """Shared fixtures: tiny random backbones and the shared real data."""
 
+import itertools
 import os
 import pathlib
 
@@ -28,6 +29,29 @@ def pytest_configure(config):
         tf.config.set_logical_device_configuration(
             cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2
         )
+
+
+_COLLECTIVE_KEY_BASES = itertools.count(start=1000, step=1000)
+
+
+@pytest.fixture
+def two_cpu_strategy():
+    """A `MirroredStrategy` over the two logical CPU devices.
+
+    TensorFlow gives every `MirroredStrategy` the same collective group and
+    instance keys, and the runtime remembers the shapes gathered under a key,
+    so a second strategy in the process gathering other shapes aborts
+    ("Shape mismatch in the collective instance"). Each strategy made here
+    gets its own keys, as TensorFlow's own tests do.
+    """
+    import tensorflow as tf
+
+    tf.distribute.MirroredStrategy._collective_key_base = next(
+        _COLLECTIVE_KEY_BASES
+    )
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    assert strategy.num_replicas_in_sync == 2
+    return strategy
 
 
 @pytest.fixture

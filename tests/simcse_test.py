@@ -96,14 +96,14 @@ def test_fit_on_a_tf_data_dataset_of_strings_lowers_the_loss():
 
 
 @pytest.mark.parametrize("negatives", ["both_views", "cross_view"])
-def test_mirrored_strategy_step_equals_single_device_step(negatives):
+def test_mirrored_strategy_step_equals_single_device_step(
+    negatives, two_cpu_strategy
+):
     weights = make_simcse().encoder.get_weights()
     single_loss, single_weights = one_step(
         make_simcse(weights, negatives), SENTENCES
     )
-    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
-    assert strategy.num_replicas_in_sync == 2
-    with strategy.scope():
+    with two_cpu_strategy.scope():
         mirrored = make_simcse(weights, negatives)
     mirrored_loss, mirrored_weights = one_step(mirrored, SENTENCES)
     np.testing.assert_allclose(mirrored_loss, single_loss, atol=1e-5)
@@ -117,15 +117,14 @@ def test_mirrored_strategy_step_equals_single_device_step(negatives):
     assert abs(local - single_loss) > 1e-3
 
 
-def test_mirrored_strategy_with_a_partial_last_batch():
+def test_mirrored_strategy_with_a_partial_last_batch(two_cpu_strategy):
     # Batches of 8 then 7: the last one splits 4 + 3 over the replicas. The
     # update equals the single-device one; the logged loss of that step is
     # Keras' replica-weighted average, so only the weights are compared.
     weights = make_simcse().encoder.get_weights()
     sentences = SENTENCES + SENTENCES[:7]
     _, single_weights = one_step(make_simcse(weights), sentences, 8)
-    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
-    with strategy.scope():
+    with two_cpu_strategy.scope():
         mirrored = make_simcse(weights)
     _, mirrored_weights = one_step(mirrored, sentences, 8)
     for a, b in zip(mirrored_weights, single_weights):

@@ -208,14 +208,13 @@ def test_every_task_name_runs_on_its_real_layout(tmp_path, shared_data, task):
     assert cell["training_sentences"] == (300 if task == "PAWSX" else 64)
 
 
-def test_grid_runs_under_mirrored_strategy(tiny_setup):
+def test_grid_runs_under_mirrored_strategy(tiny_setup, two_cpu_strategy):
     tmp_path, model = tiny_setup
-    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     protocol = with_overrides(PROTOCOLS["su"], max_sentences=64, batch_size=16)
     store = grid.run_grid(
         [model], ["P1"], ["STS-B"],
         lambda task, split: kcse.datasets.read_chinese_task(tmp_path / "data", task, split),
-        protocol, ResultStore(tmp_path / "mirrored"), strategy=strategy,
+        protocol, ResultStore(tmp_path / "mirrored"), strategy=two_cpu_strategy,
     )
     cell = store.cells["tiny_bert|P1|STS-B|su"]
     assert np.isfinite(cell["simcse"]["test"]["spearman"])
