@@ -134,14 +134,23 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
 
     def call(self, inputs, training=None):
         states = self.hidden_states(inputs, training=training)["hidden_states"]
+        return self.pool(states, inputs["padding_mask"])
+
+    def pool(self, hidden_states, padding_mask):
+        """Sentence vectors from per-layer states: pooling, whitening, norm.
+
+        `hidden_states` is `[embeddings, block_1, ..., block_L]`, as
+        `kcse.backbones.hidden_states_model` gives it; objectives that run
+        the backbone themselves (ConSERT's views) pool through this.
+        """
         if self.pooling == "pooler":
             pooler = self.backbone.get_layer(POOLER_LAYER)
-            vectors = ops.matmul(states[-1][:, 0, :], pooler.kernel)
+            vectors = ops.matmul(hidden_states[-1][:, 0, :], pooler.kernel)
             vectors = vectors + pooler.bias
             if self.pooler_activation == "tanh":
                 vectors = ops.tanh(vectors)
         else:
-            vectors = self.sentence_pooling(states, inputs["padding_mask"])
+            vectors = self.sentence_pooling(hidden_states, padding_mask)
         if self.whitening is not None:
             vectors = self.whitening(vectors)
         if self.normalize:
@@ -151,10 +160,10 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
     def encode(self, texts, batch_size=64):
         """Encodes strings into a float32 numpy array `(len(texts), dim)`.
 
-        Sentences are tokenised once, sorted by length and run in batches
-        whose padding is trimmed to the longest sentence of the batch
-        (rounded up to a multiple of 8), then put back in input order. The
-        result equals `predict` on the same strings.
+        Distinct sentences are tokenised and encoded once, sorted by length
+        and run in batches whose padding is trimmed to the longest sentence
+        of the batch (rounded up to a multiple of 8), then put back in input
+        order. The result equals `predict` on the same strings.
         """
         if self.preprocessor is None:
             raise ValueError(
@@ -166,39 +175,7 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.output_dim), "float32")
-        features = {
-            key: ops.convert_to_numpy(value)
-            for key, value in self.preprocessor(texts).items()
-        }
-        lengths = features["padding_mask"].astype(bool).sum(axis=1)
-        order = np.argsort(-lengths, kind="stable")
-        full_length = features["padding_mask"].shape[1]
-
-        def batches():
-            for start in range(0, len(texts), batch_size):
-                rows = order[start : start + batch_size]
-                length = LENGTH_BUCKET * math.ceil(
-                    max(int(lengths[rows].max()), 1) / LENGTH_BUCKET
-                )
-                length = min(length, full_length)
-                yield {key: value[rows, :length] for key, value in features.items()}
-
-        dataset = tf.data.Dataset.from_generator(
-            batches,
-            output_signature={
-                key: tf.TensorSpec((None, None), value.dtype)
-                for key, value in features.items()
-            },
-        ).apply(
-            tf.data.experimental.assert_cardinality(
-                math.ceil(len(texts) / batch_size)
-            )
-        )
-        # keras.Model.predict, not the Task's: the batches are tokenised
-        # already. It also splits batches over tf.distribute replicas.
-        outputs = np.zeros((len(texts), self.output_dim), "float32")
-        outputs[order] = keras.Model.predict(self, dataset, verbose=0)
-        return outputs
+        return predict_in_length_order(self, self.preprocessor, texts, batch_size)
 
     def encode_text(self, text, batch_size=64):
         """Encodes a string or list of strings (same as `encode`)."""
@@ -301,6 +278,53 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         if isinstance(config.get("whitening"), dict):
             config["whitening"] = keras.layers.deserialize(config["whitening"])
         return super().from_config(config)
+
+
+def predict_in_length_order(model, preprocessor, texts, batch_size=64):
+    """`model`'s outputs for every one of `texts`, in input order.
+
+    `model` is a Keras model of token dicts whose output is an array or a
+    dict of arrays (kept as such). Distinct texts are tokenised and run
+    once, longest first, in batches of `batch_size` whose padding is cut to
+    the batch's longest text rounded up to a multiple of 8 (so compiled
+    predict functions are reused), through `keras.Model.predict`.
+    """
+    unique, inverse = np.unique(np.asarray(texts, dtype=object), return_inverse=True)
+    features = {
+        key: ops.convert_to_numpy(value)
+        for key, value in preprocessor(list(unique)).items()
+    }
+    lengths = features["padding_mask"].astype(bool).sum(axis=1)
+    order = np.argsort(-lengths, kind="stable")
+    full_length = features["padding_mask"].shape[1]
+
+    def batches():
+        for start in range(0, len(order), batch_size):
+            rows = order[start : start + batch_size]
+            length = LENGTH_BUCKET * math.ceil(
+                max(int(lengths[rows].max()), 1) / LENGTH_BUCKET
+            )
+            length = min(length, full_length)
+            yield {key: value[rows, :length] for key, value in features.items()}
+
+    dataset = tf.data.Dataset.from_generator(
+        batches,
+        output_signature={
+            key: tf.TensorSpec((None, None), value.dtype)
+            for key, value in features.items()
+        },
+    ).apply(
+        tf.data.experimental.assert_cardinality(math.ceil(len(order) / batch_size))
+    )
+    # keras.Model.predict, not a Task's: the batches are tokenised already.
+    # It also splits batches over tf.distribute replicas.
+    outputs = keras.Model.predict(model, dataset, verbose=0)
+    # Row i of the sorted outputs is unique text order[i]; then expand.
+    rows = np.empty_like(order)
+    rows[order] = np.arange(len(order))
+    return keras.tree.map_structure(
+        lambda sorted_outputs: sorted_outputs[rows][inverse.reshape(-1)], outputs
+    )
 
 
 def _has_layer(model, name):

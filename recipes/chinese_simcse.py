@@ -78,6 +78,9 @@ def parse_args(argv=None):
     settings.add_argument("--long-max-length", type=int, help="PAWSX's (Su: 128)")
     settings.add_argument("--eval-every", type=int,
                           help="steps between valid scores (clean protocol)")
+    settings.add_argument("--simcse-splits", type=comma_list,
+                          help="splits column c is scored on (default: "
+                          "valid,test; a and b are scored on every split)")
     return parser.parse_args(argv)
 
 
@@ -104,6 +107,7 @@ def main(argv=None):
         max_length=args.max_length,
         long_max_length=args.long_max_length,
         eval_every=args.eval_every,
+        simcse_splits=tuple(args.simcse_splits) if args.simcse_splits else None,
     )
     if args.plot:
         try:

@@ -2,6 +2,7 @@
 
 import contextlib
 import dataclasses
+import itertools
 import pathlib
 import time
 import warnings
@@ -20,6 +21,7 @@ from kcse.experiments.published import published_cell
 from kcse.experiments.results import cell_key
 from kcse.layers.whitening import Whitening
 from kcse.sentence_encoder import SentenceEncoder
+from kcse.sentence_encoder import predict_in_length_order
 from kcse.simcse import SimCSE
 
 # Su's models: checkpoint folder names (as released) and kcse family.
@@ -101,14 +103,49 @@ def has_pooler(backbone):
     return bool(np.any(keras.ops.convert_to_numpy(kernel)))
 
 
-def encode_splits(encoder, data, prefix, batch_size):
-    """Vectors of both sides of every split: `{split: (v1, v2)}`."""
-    vectors = {}
-    for split, pairs in data.items():
-        texts = [prefix + s for s in pairs.sentences1 + pairs.sentences2]
-        encoded = encoder.encode(texts, batch_size=batch_size)
-        vectors[split] = (encoded[: len(pairs)], encoded[len(pairs) :])
-    return vectors
+def encode_splits(model, preprocessor, data, prefix, batch_size, splits=SPLITS):
+    """Vectors of both sides of every pair of `splits`: `{split: (v1, v2)}`.
+
+    All sentences go through `predict_in_length_order` at once, so one
+    sentence shared by several pairs or splits is encoded once. A model with
+    a dict of outputs gives `{output: {split: (v1, v2)}}`.
+    """
+    texts, spans = [], {}
+    for split in splits:
+        pairs = data[split]
+        spans[split] = (len(texts), len(pairs))
+        texts += [prefix + s for s in pairs.sentences1 + pairs.sentences2]
+    vectors = predict_in_length_order(model, preprocessor, texts, batch_size)
+
+    def by_split(array):
+        return {
+            split: (array[start : start + n], array[start + n : start + 2 * n])
+            for split, (start, n) in spans.items()
+        }
+
+    if isinstance(vectors, dict):
+        return {key: by_split(array) for key, array in vectors.items()}
+    return by_split(vectors)
+
+
+class EveryPooling(keras.Model):
+    """One pass of a backbone, the vectors of several encoders' poolings.
+
+    The encoders share the backbone; the output is `{pooling: vectors}`.
+    The raw vectors of all poolings of a cell group cost one encoding.
+    """
+
+    def __init__(self, encoders, **kwargs):
+        super().__init__(**kwargs)
+        self.encoders = encoders
+
+    def call(self, inputs):
+        first = next(iter(self.encoders.values()))
+        states = first.hidden_states(inputs)["hidden_states"]
+        return {
+            pooling: encoder.pool(states, inputs["padding_mask"])
+            for pooling, encoder in self.encoders.items()
+        }
 
 
 def score_splits(data, vectors, transform=None):
@@ -121,17 +158,15 @@ def score_splits(data, vectors, transform=None):
     return scores
 
 
-def run_cell(spec, backbone, preprocessor, pooling, task, data, protocol, seed,
+def run_cell(spec, encoder, pooling, task, data, raw_vectors, protocol, seed,
              encode_batch_size=64, plot_dir=None):
     """One cell: a raw, b whitened and c SimCSE-trained scores per split.
 
-    The backbone must hold the model's initial weights; SimCSE trains it in
-    place (the caller restores them for the next cell).
+    `encoder` pools as `pooling` (the grid's name for it, e.g. "P1");
+    `raw_vectors` are its un-tuned `{split: (v1, v2)}` of every split. The encoder's backbone must hold the model's initial weights;
+    SimCSE trains it in place (the caller restores them for the next cell).
     """
     start = time.time()
-    preprocessor.sequence_length = protocol.sequence_length(task)
-    encoder = SentenceEncoder(backbone, preprocessor, pooling=pooling)
-    raw_vectors = encode_splits(encoder, data, spec.prefix, encode_batch_size)
     raw = score_splits(data, raw_vectors)
 
     # float64, as bojone's numpy: LayerNorm'd vectors have one direction of
@@ -151,7 +186,7 @@ def run_cell(spec, backbone, preprocessor, pooling, task, data, protocol, seed,
     sentences = [
         spec.prefix + s for s in training_sentences(data, protocol, task, seed)
     ]
-    set_hidden_dropout(backbone, protocol.hidden_dropout)
+    set_hidden_dropout(encoder.backbone, protocol.hidden_dropout)
     simcse = SimCSE(encoder, protocol.temperature, protocol.negatives)
     simcse.compile(optimizer=keras.optimizers.Adam(protocol.learning_rate))
     callbacks = []
@@ -174,7 +209,10 @@ def run_cell(spec, backbone, preprocessor, pooling, task, data, protocol, seed,
         callbacks=callbacks,
         verbose=0,
     )
-    trained_vectors = encode_splits(encoder, data, spec.prefix, encode_batch_size)
+    trained_vectors = encode_splits(
+        encoder, encoder.preprocessor, data, spec.prefix, encode_batch_size,
+        protocol.simcse_splits,
+    )
     trained = score_splits(data, trained_vectors)
 
     record = {
@@ -215,10 +253,16 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
 
     `read_task(task, split)` gives the `SentencePairs` of a split. Models
     are loaded once (inside `strategy.scope()` when a strategy is given)
-    and reset to their initial weights before each cell. Cells whose
-    pooling the model cannot do (P2 without a pretrained pooler) are
+    and reset to their initial weights before each cell; the raw vectors of
+    all poolings of a model and task come from one encoding pass. Cells
+    whose pooling the model cannot do (P2 without a pretrained pooler) are
     skipped, as the "-" of Su's table.
     """
+    if "test" not in protocol.simcse_splits:
+        raise ValueError(
+            "The comparison reports the test split: simcse_splits must "
+            f"include 'test'; got {protocol.simcse_splits}."
+        )
     specs = [resolve_model(name, checkpoint_root) for name in models]
     todo = [
         (spec, pooling, task)
@@ -232,31 +276,53 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
         log(f"{skipped} cell(s) already in {store.json_path}: skipped")
     start, done = time.time(), 0
     loaded = {}
-    for spec, pooling, task in todo:
+
+    def scope():
+        return strategy.scope() if strategy else contextlib.nullcontext()
+
+    for (spec, task), group in itertools.groupby(todo, lambda c: (c[0], c[2])):
         if spec.name not in loaded:
             loaded.clear()  # One model in memory at a time.
-            with strategy.scope() if strategy else contextlib.nullcontext():
+            with scope():
                 backbone, preprocessor = load_model(
                     spec, protocol.sequence_length(task)
                 )
             loaded[spec.name] = (backbone, preprocessor, backbone.get_weights())
         backbone, preprocessor, initial = loaded[spec.name]
-        key = cell_key(spec.name, pooling, task, protocol.name)
-        if pooling == "P2" and not has_pooler(backbone):
-            log(f"{key}: no pretrained pooler, P2 skipped ('-' in Su's table)")
+        group_poolings = []
+        for _, pooling, _ in group:
+            if pooling == "P2" and not has_pooler(backbone):
+                key = cell_key(spec.name, pooling, task, protocol.name)
+                log(f"{key}: no pretrained pooler, P2 skipped ('-' in Su's table)")
+            else:
+                group_poolings.append(pooling)
+        if not group_poolings:
             continue
         backbone.set_weights(initial)
+        preprocessor.sequence_length = protocol.sequence_length(task)
         data = {split: read_task(task, split) for split in SPLITS}
-        with strategy.scope() if strategy else contextlib.nullcontext():
-            record = run_cell(spec, backbone, preprocessor, pooling, task, data,
-                              protocol, seed, plot_dir=plot_dir)
-        store.add(key, record)
-        done += 1
-        elapsed = time.time() - start
-        eta = elapsed / done * (len(todo) - done)
-        a, b, c = (record[col]["test"]["spearman"] for col in ("raw", "whitening", "simcse"))
-        log(f"[{done}/{len(todo)}] {key}: a {a:.2f} / b {b:.2f} / c {c:.2f} (test)"
-            f"  cell {record['seconds']:.0f}s, elapsed {elapsed:.0f}s, ETA {eta:.0f}s")
+        with scope():
+            encoders = {
+                pooling: SentenceEncoder(backbone, preprocessor, pooling=pooling)
+                for pooling in group_poolings
+            }
+            raw_vectors = encode_splits(
+                EveryPooling(encoders), preprocessor, data, spec.prefix, 64
+            )
+        for pooling in group_poolings:
+            backbone.set_weights(initial)
+            with scope():
+                record = run_cell(spec, encoders[pooling], pooling, task, data,
+                                  raw_vectors[pooling], protocol, seed,
+                                  plot_dir=plot_dir)
+            key = cell_key(spec.name, pooling, task, protocol.name)
+            store.add(key, record)
+            done += 1
+            elapsed = time.time() - start
+            eta = elapsed / done * (len(todo) - done)
+            a, b, c = (record[col]["test"]["spearman"] for col in ("raw", "whitening", "simcse"))
+            log(f"[{done}/{len(todo)}] {key}: a {a:.2f} / b {b:.2f} / c {c:.2f} (test)"
+                f"  cell {record['seconds']:.0f}s, elapsed {elapsed:.0f}s, ETA {eta:.0f}s")
     return store
 
 

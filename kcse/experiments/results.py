@@ -24,6 +24,8 @@ class ResultStore:
          "reported_split": "test",          # the split results.md shows
          "raw" | "whitening" | "simcse": {  # a, b, c of Su's table
              "<split>": {"spearman": float, "pearson": float, "n": int}},
+                                            # a, b: every split; c: the
+                                            # protocol's simcse_splits
          "published": [a, b, c] or null,    # Su's cell, where there is one
          "training_sentences": int, "whitening_sentences": int,
          "seconds": float, "settings": {...}}}}
