@@ -46,3 +46,18 @@ def global_mean_weight(local_rows, global_rows, num_replicas):
     return ops.cast(local_rows * num_replicas, "float32") / ops.cast(
         global_rows, "float32"
     )
+
+
+def scale_for_replicas(value):
+    """Divides a hand-computed loss term by the `tf.distribute` replica count.
+
+    Keras losses do this themselves: each replica's gradients are summed,
+    so every replica contributes 1/replicas of a term that all of them
+    compute in full (a weight regulariser). Identity elsewhere.
+    """
+    if keras.config.backend() != "tensorflow":
+        return value
+    import tensorflow as tf
+
+    replicas = tf.distribute.get_strategy().num_replicas_in_sync
+    return value / replicas if replicas > 1 else value

@@ -3,16 +3,18 @@
 import keras
 import keras_hub
 import tensorflow as tf
+from keras import ops
 
 
 def training_dataset(x, y=None, sample_weight=None, batch_size=None, shuffle=True):
     """A batched `tf.data.Dataset` of in-memory samples, reshuffled each epoch.
 
     Examples are batched `batch_size` at a time (32 by default), as
-    `keras.Model.fit` does with arrays.
+    `keras.Model.fit` does with arrays. A tuple `x` is one input of several
+    columns (pairs, triplets), not `(x, y)`.
     """
     samples = x
-    if y is not None or sample_weight is not None:
+    if y is not None or sample_weight is not None or isinstance(x, tuple):
         samples = keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
     dataset = tf.data.Dataset.from_tensor_slices(samples)
     if shuffle:
@@ -52,14 +54,21 @@ def _is_in_memory(x):
 class EncoderObjective(keras_hub.models.Task):
     """A trainable objective around a `kcse.SentenceEncoder`.
 
-    Subclasses define `call` (what the encoder produces for a batch) and
-    `compute_loss`. The objective shares the encoder's layers, so training it
-    trains the encoder in place; `fit` accepts raw text, tokenised by the
-    encoder's preprocessor inside the input pipeline.
+    Subclasses define `call` (what the encoder produces for a batch) and set
+    `objective_loss`, a `keras.losses.Loss` of `(y, y_pred, sample_weight)`,
+    or override `objective` when the loss has several terms; losses added
+    by layers are summed to it. The objective shares the
+    encoder's layers, so training it trains the encoder in place; `fit`
+    accepts raw text, tokenised by the encoder's preprocessor inside the
+    input pipeline: a batch of strings, or a tuple of k batches (k
+    sentences per sample, e.g. pairs or triplets), which becomes token
+    arrays of shape `(batch, k, length)` (see `encode_columns`).
 
     Args:
         encoder: a `kcse.SentenceEncoder`.
     """
+
+    objective_loss = None
 
     def __init__(self, encoder, **kwargs):
         kwargs.setdefault("compile", False)
@@ -69,19 +78,51 @@ class EncoderObjective(keras_hub.models.Task):
 
     def preprocess_samples(self, x, y=None, sample_weight=None):
         """Tokenises a batch and trims its padding (runs inside tf.data)."""
+        if isinstance(x, tuple) and self.preprocessor is not None:
+            columns = [self.preprocessor(column) for column in x]
+            x = {
+                key: tf.stack([column[key] for column in columns], axis=1)
+                for key in columns[0]
+            }
+            return keras.utils.pack_x_y_sample_weight(
+                trim_padding(x), y, sample_weight
+            )
         samples = super().preprocess_samples(x, y, sample_weight)
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(samples)
         if isinstance(x, dict) and "padding_mask" in x:
             x = trim_padding(x)
         return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
 
+    def encode_columns(self, inputs, training=None):
+        """Vectors `(batch, k, dim)` of token arrays `(batch, k, length)`."""
+        shape = ops.shape(inputs["token_ids"])
+        flat = {
+            key: ops.reshape(value, (-1, shape[-1]))
+            for key, value in inputs.items()
+        }
+        vectors = self.encoder(flat, training=training)
+        return ops.reshape(vectors, (shape[0], shape[1], -1))
+
+    def compute_loss(
+        self, x=None, y=None, y_pred=None, sample_weight=None, training=True
+    ):
+        losses = [self.objective(y, y_pred, sample_weight)]
+        losses += [self._aggregate_additional_loss(loss) for loss in self.losses]
+        return ops.sum(ops.stack(losses))
+
+    def objective(self, y, y_pred, sample_weight):
+        """The training loss of a batch (before layers' added losses)."""
+        return self.objective_loss(y, y_pred, sample_weight)
+
     def fit(self, x=None, y=None, batch_size=None, shuffle=True, **kwargs):
         """Trains the encoder; see `keras.Model.fit`.
 
-        `x` is raw text (or token dicts): a list or array, which is
-        reshuffled every epoch when `shuffle` (in-batch negatives depend on
-        which sentences share a batch), or a `tf.data.Dataset`, which is used
-        as given (shuffle it yourself).
+        `x` is raw text (or token dicts): a list or array, or a tuple of
+        them (several sentences per sample), which is reshuffled every epoch
+        when `shuffle` (in-batch negatives depend on which sentences share a
+        batch), or a `tf.data.Dataset`, which is used as given (shuffle it
+        yourself; a sample of several sentences is `((s1, s2, ...), y)`, or
+        `((s1, s2, ...),)` without labels).
         """
         if _is_in_memory(x):
             x = training_dataset(

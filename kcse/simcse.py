@@ -49,7 +49,7 @@ class SimCSE(EncoderObjective):
         super().__init__(encoder, **kwargs)
         self.temperature = temperature
         self.negatives = negatives
-        self.contrastive_loss = SimCSELoss(temperature, negatives)
+        self.objective_loss = SimCSELoss(temperature, negatives)
 
     def call(self, inputs, training=None):
         batch = ops.shape(inputs["token_ids"])[0]
@@ -59,13 +59,6 @@ class SimCSE(EncoderObjective):
         }
         vectors = self.encoder(doubled, training=training)
         return ops.stack([vectors[:batch], vectors[batch:]], axis=1)
-
-    def compute_loss(
-        self, x=None, y=None, y_pred=None, sample_weight=None, training=True
-    ):
-        losses = [self.contrastive_loss(None, y_pred, sample_weight)]
-        losses += [self._aggregate_additional_loss(loss) for loss in self.losses]
-        return ops.sum(ops.stack(losses))
 
     def get_config(self):
         config = super().get_config()

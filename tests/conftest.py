@@ -114,3 +114,30 @@ def token_batch(lengths, sequence_length=6, vocabulary_size=40, seed=0):
         "segment_ids": np.zeros(mask.shape, "int32"),
         "padding_mask": mask,
     }
+
+
+def one_step(model, x, y=None, batch_size=None):
+    """Fits `model` on all of `x` in one batch; returns (loss, encoder weights)."""
+    rows = len(x[0]) if isinstance(x, tuple) else len(x)
+    history = model.fit(
+        x, y, batch_size=batch_size or rows, epochs=1, shuffle=False, verbose=0
+    )
+    return history.history["loss"][0], model.encoder.get_weights()
+
+
+def assert_mirrored_step_equals_single_step(make_model, strategy, x, y=None):
+    """One step under `strategy` equals one step on one device (≤ 1e-5).
+
+    `make_model(weights)` builds and compiles the objective from the same
+    initial encoder weights (the first call gets None and sets them).
+    """
+    initial = make_model(None).encoder.get_weights()
+    single_loss, single_weights = one_step(make_model(initial), x, y)
+    with strategy.scope():
+        mirrored = make_model(initial)
+    mirrored_loss, mirrored_weights = one_step(mirrored, x, y)
+    np.testing.assert_allclose(mirrored_loss, single_loss, atol=1e-5)
+    for a, b in zip(mirrored_weights, single_weights):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    assert max(np.abs(a - b).max() for a, b in zip(single_weights, initial)) > 1e-4
+    return single_loss

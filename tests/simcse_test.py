@@ -11,6 +11,7 @@ import tensorflow as tf
 
 import kcse
 from conftest import TINY_SENTENCES as SENTENCES
+from conftest import one_step
 from conftest import tiny_bert
 from conftest import tiny_preprocessor
 
@@ -24,17 +25,6 @@ def make_simcse(weights=None, negatives="both_views", dropout=0.0, pooling="P3")
     simcse = kcse.SimCSE(encoder, temperature=0.05, negatives=negatives)
     simcse.compile(optimizer=keras.optimizers.SGD(0.01))
     return simcse
-
-
-def one_step(simcse, sentences, batch_size=None):
-    history = simcse.fit(
-        sentences,
-        batch_size=batch_size or len(sentences),
-        epochs=1,
-        shuffle=False,
-        verbose=0,
-    )
-    return history.history["loss"][0], simcse.encoder.get_weights()
 
 
 def test_forward_gives_two_views_per_sentence():
@@ -123,10 +113,10 @@ def test_mirrored_strategy_with_a_partial_last_batch(two_cpu_strategy):
     # Keras' replica-weighted average, so only the weights are compared.
     weights = make_simcse().encoder.get_weights()
     sentences = SENTENCES + SENTENCES[:7]
-    _, single_weights = one_step(make_simcse(weights), sentences, 8)
+    _, single_weights = one_step(make_simcse(weights), sentences, batch_size=8)
     with two_cpu_strategy.scope():
         mirrored = make_simcse(weights)
-    _, mirrored_weights = one_step(mirrored, sentences, 8)
+    _, mirrored_weights = one_step(mirrored, sentences, batch_size=8)
     for a, b in zip(mirrored_weights, single_weights):
         np.testing.assert_allclose(a, b, atol=1e-5)
 

@@ -26,21 +26,32 @@ class SimCSELoss(keras.losses.Loss):
     - `"cross_view"` (princeton-nlp/SimCSE): view 1 queries view 2 of every
       sentence, N−1 negatives.
 
-    With all vectors equal, the loss is ln(2N−1) and ln(N) respectively.
-    Under a `tf.distribute` strategy the views of every replica are
-    gathered, so N is the global batch size, and the reduced loss is the
-    mean over the global batch even when replicas hold unequal shares. `y_true` is ignored (pass
-    `None`); the loss is reduced over sentences as any Keras loss.
+    Supervised SimCSE passes a third view, the hard negatives, shape
+    `(batch, 3, dim)` with `"cross_view"`: view 1 (anchor) then also
+    queries view 3 of every sentence, as princeton-nlp does, and
+    `hard_negative_weight` is added to the logit of its own hard negative
+    (after the temperature; 0 in the paper).
+
+    With all vectors equal, the loss is ln(2N−1), ln(N) and ln(2N)
+    respectively. Under a `tf.distribute` strategy the views of every
+    replica are gathered, so N is the global batch size, and the reduced
+    loss is the mean over the global batch even when replicas hold unequal
+    shares. `y_true` is ignored (pass `None`); the loss is reduced over
+    sentences as any Keras loss.
 
     Args:
         temperature: float. Softmax temperature (SimCSE 0.05, i.e. scale 20).
         negatives: `"both_views"` or `"cross_view"`.
+        hard_negative_weight: float. Added to each anchor's logit for its
+            own hard negative (third view only).
 
     Example:
     ```python
     import numpy as np
     views = np.random.rand(8, 2, 16).astype("float32")
     loss = kcse.losses.SimCSELoss(temperature=0.05)(None, views)
+    triplets = np.random.rand(8, 3, 16).astype("float32")
+    loss = kcse.losses.SimCSELoss(negatives="cross_view")(None, triplets)
     ```
     """
 
@@ -48,6 +59,7 @@ class SimCSELoss(keras.losses.Loss):
         self,
         temperature=0.05,
         negatives="both_views",
+        hard_negative_weight=0.0,
         reduction="sum_over_batch_size",
         name="simcse_loss",
         dtype=None,
@@ -61,6 +73,7 @@ class SimCSELoss(keras.losses.Loss):
             raise ValueError(f"temperature must be > 0; got {temperature}.")
         self.temperature = temperature
         self.negatives = negatives
+        self.hard_negative_weight = hard_negative_weight
 
     def __call__(self, y_true, y_pred, sample_weight=None):
         if y_true is None:  # The loss needs no labels; Keras needs a tensor.
@@ -68,10 +81,16 @@ class SimCSELoss(keras.losses.Loss):
         return super().__call__(y_true, y_pred, sample_weight)
 
     def call(self, y_true, y_pred):
-        if len(y_pred.shape) != 3 or y_pred.shape[1] != 2:
+        if len(y_pred.shape) != 3 or y_pred.shape[1] not in (2, 3):
             raise ValueError(
-                "SimCSELoss expects y_pred of shape (batch, 2, dim); got "
-                f"{y_pred.shape}."
+                "SimCSELoss expects y_pred of shape (batch, 2, dim), or "
+                f"(batch, 3, dim) with hard negatives; got {y_pred.shape}."
+            )
+        with_hard_negatives = y_pred.shape[1] == 3
+        if with_hard_negatives and self.negatives != "cross_view":
+            raise ValueError(
+                "Hard negatives (a third view) need negatives='cross_view', "
+                "as in supervised SimCSE."
             )
         views = ops.normalize(ops.cast(y_pred, "float32"), axis=-1)
         keys, offset, replicas = gather_across_replicas(views)
@@ -81,7 +100,18 @@ class SimCSELoss(keras.losses.Loss):
         rows = ops.arange(batch, dtype="int32") + offset
         if self.negatives == "cross_view":
             logits = ops.matmul(views[:, 0], ops.transpose(keys[:, 1]))
-            return share * _cross_entropy(logits / self.temperature, rows)
+            logits = logits / self.temperature
+            if with_hard_negatives:
+                hard = ops.matmul(views[:, 0], ops.transpose(keys[:, 2]))
+                own = ops.equal(
+                    ops.expand_dims(rows, 1),
+                    ops.expand_dims(ops.arange(total, dtype="int32"), 0),
+                )
+                hard = hard / self.temperature + self.hard_negative_weight * (
+                    ops.cast(own, hard.dtype)
+                )
+                logits = ops.concatenate([logits, hard], axis=1)
+            return share * _cross_entropy(logits, rows)
         # Keys and queries are ordered view-major: [all view 1; all view 2].
         keys = ops.concatenate([keys[:, 0], keys[:, 1]], axis=0)
         queries = ops.concatenate([views[:, 0], views[:, 1]], axis=0)
@@ -99,7 +129,11 @@ class SimCSELoss(keras.losses.Loss):
     def get_config(self):
         config = super().get_config()
         config.update(
-            {"temperature": self.temperature, "negatives": self.negatives}
+            {
+                "temperature": self.temperature,
+                "negatives": self.negatives,
+                "hard_negative_weight": self.hard_negative_weight,
+            }
         )
         return config
 

@@ -28,6 +28,47 @@ def princeton_loss(views, temperature):
     return softmax_cross_entropy(z1 @ z2.T / temperature, np.arange(len(z1))).mean()
 
 
+def supervised_loss(triplets, temperature, hard_negative_weight):
+    """princeton-nlp/SimCSE supervised: [cos(z1, z2) | cos(z1, z3) + w·I]."""
+    z = triplets.astype("float64")
+    z /= np.linalg.norm(z, axis=2, keepdims=True)
+    z1, z2, z3 = z[:, 0], z[:, 1], z[:, 2]
+    batch = len(z)
+    weights = np.array(
+        [[0.0] * batch + [0.0] * i + [hard_negative_weight] + [0.0] * (batch - i - 1)
+         for i in range(batch)]
+    )
+    logits = np.concatenate([z1 @ z2.T, z1 @ z3.T], axis=1) / temperature + weights
+    return softmax_cross_entropy(logits, np.arange(batch)).mean()
+
+
+def seed_003_supervised_loss(triplets, temperature):
+    """The seed's torch code: rows [a1, p1, n1, a2, ...], anchors vs the rest."""
+    rows = triplets.reshape(-1, triplets.shape[-1]).astype("float64")
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    similarities = rows @ rows.T
+    anchors = np.arange(0, len(rows), 3)
+    others = np.array([i for i in range(len(rows)) if i % 3 != 0])
+    logits = similarities[anchors][:, others] / temperature
+    return softmax_cross_entropy(logits, np.arange(0, len(others), 2)).mean()
+
+
+@pytest.mark.parametrize("temperature", [0.05, 1.0])
+@pytest.mark.parametrize("hard_negative_weight", [0.0, 0.7])
+def test_hard_negatives_equal_princeton_reference(temperature, hard_negative_weight):
+    triplets = np.random.default_rng(4).normal(size=(12, 3, 16)).astype("float32")
+    loss = kcse.losses.SimCSELoss(
+        temperature, "cross_view", hard_negative_weight=hard_negative_weight
+    )(None, triplets)
+    expected = supervised_loss(triplets, temperature, hard_negative_weight)
+    np.testing.assert_allclose(float(loss), expected, atol=1e-5)
+    if hard_negative_weight == 0.0:  # The seed's arrangement orders columns
+        # differently; the softmax does not care.
+        np.testing.assert_allclose(
+            expected, seed_003_supervised_loss(triplets, temperature), atol=1e-9
+        )
+
+
 @pytest.mark.parametrize("temperature", [0.05, 0.1, 1.0])
 def test_both_views_equals_su_reference(temperature):
     views = np.random.default_rng(1).normal(size=(16, 2, 32)).astype("float32")
@@ -51,6 +92,9 @@ def test_indistinguishable_vectors_give_log_of_candidate_count(batch):
     cross = kcse.losses.SimCSELoss(negatives="cross_view")(None, views)
     np.testing.assert_allclose(float(both), np.log(2 * batch - 1), atol=1e-5)
     np.testing.assert_allclose(float(cross), np.log(batch), atol=1e-5)
+    triplets = np.ones((batch, 3, 4), "float32")
+    hard = kcse.losses.SimCSELoss(negatives="cross_view")(None, triplets)
+    np.testing.assert_allclose(float(hard), np.log(2 * batch), atol=1e-5)
 
 
 def test_sample_weight_and_per_sentence_reduction():
@@ -74,10 +118,13 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="temperature must be > 0"):
         kcse.losses.SimCSELoss(temperature=0)
     with pytest.raises(ValueError, match=r"shape \(batch, 2, dim\)"):
+        kcse.losses.SimCSELoss()(None, np.ones((4, 4, 8), "float32"))
+    with pytest.raises(ValueError, match="need negatives='cross_view'"):
         kcse.losses.SimCSELoss()(None, np.ones((4, 3, 8), "float32"))
 
 
 def test_config_round_trip():
-    loss = kcse.losses.SimCSELoss(0.1, "cross_view")
+    loss = kcse.losses.SimCSELoss(0.1, "cross_view", hard_negative_weight=0.5)
     restored = kcse.losses.SimCSELoss.from_config(loss.get_config())
     assert (restored.temperature, restored.negatives) == (0.1, "cross_view")
+    assert restored.hard_negative_weight == 0.5

@@ -1,0 +1,64 @@
+"""Training on labelled sentence pairs with a pair loss (CoSENT by default)."""
+
+import keras
+
+from kcse.losses.cosent import CoSENT
+from kcse.objective import EncoderObjective
+
+
+@keras.saving.register_keras_serializable(package="kcse")
+class PairObjective(EncoderObjective):
+    """Trains a `kcse.SentenceEncoder` on labelled sentence pairs.
+
+    Both sentences of a pair go through the encoder; `loss` compares the
+    pair's two vectors, `y_pred` of shape `(batch, 2, dim)`, with its label.
+    The default, `kcse.losses.CoSENT`, ranks the cosines of the batch by
+    label (Su Jianlin's CoSENT, trained on each task's train split in
+    text2vec's Chinese results). Training updates the encoder in place.
+
+    `fit` takes `x=(sentences1, sentences2)` and `y=labels`, or a
+    `tf.data.Dataset` of `((sentence1, sentence2), label)`.
+
+    Args:
+        encoder: a `kcse.SentenceEncoder`.
+        loss: a `keras.losses.Loss` of `(labels, (batch, 2, dim) vectors)`;
+            `kcse.losses.CoSENT()` when None.
+
+    Example:
+    ```python
+    encoder = kcse.SentenceEncoder.from_preset(
+        "bert_tiny_en_uncased", pooling="last_avg"
+    )
+    model = kcse.PairObjective(encoder, kcse.losses.CoSENT(scale=20.0))
+    model.compile(optimizer=keras.optimizers.Adam(2e-5))
+    model.fit(
+        (["a cat sits", "a man sings", "it rains"],
+         ["a cat is sitting", "a woman cooks", "the sun shines"]),
+        [5.0, 1.0, 0.5], batch_size=3, epochs=1,
+    )
+    ```
+    """
+
+    def __init__(self, encoder, loss=None, **kwargs):
+        super().__init__(encoder, **kwargs)
+        self.objective_loss = CoSENT() if loss is None else loss
+
+    def call(self, inputs, training=None):
+        if inputs["token_ids"].shape[1] != 2:
+            raise ValueError(
+                "PairObjective trains on sentence pairs: pass a tuple of two "
+                "string columns; got token arrays of shape "
+                f"{inputs['token_ids'].shape}."
+            )
+        return self.encode_columns(inputs, training=training)
+
+    def get_config(self):
+        config = super().get_config()
+        config["loss"] = keras.losses.serialize(self.objective_loss)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["loss"] = keras.losses.deserialize(config["loss"])
+        return super().from_config(config)

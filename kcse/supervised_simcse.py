@@ -1,0 +1,74 @@
+"""Supervised SimCSE: (anchor, positive, hard negative) triplets."""
+
+import keras
+
+from kcse.losses.simcse_loss import SimCSELoss
+from kcse.objective import EncoderObjective
+
+
+@keras.saving.register_keras_serializable(package="kcse")
+class SupervisedSimCSE(EncoderObjective):
+    """Supervised SimCSE training of a `kcse.SentenceEncoder` on triplets.
+
+    Each sample is an anchor, a positive (for NLI: a hypothesis it entails)
+    and a hard negative (a hypothesis it contradicts). Every anchor queries
+    the positives and the hard negatives of the whole batch: its own
+    positive is the target, everything else a negative, and
+    `hard_negative_weight` is added to the logit of its own hard negative
+    (princeton-nlp/SimCSE; `kcse.losses.SimCSELoss` with a third view).
+    Under a `tf.distribute` strategy the candidates of every replica are
+    gathered. Training updates the wrapped encoder in place.
+
+    `fit` takes a tuple of three string columns `(anchors, positives,
+    hard_negatives)`, or a `tf.data.Dataset` of `((anchor, positive,
+    hard_negative),)`; `kcse.datasets.nli_triplets` makes them from NLI data.
+
+    Args:
+        encoder: a `kcse.SentenceEncoder`.
+        temperature: float. 0.05 in SimCSE.
+        hard_negative_weight: float. 0 in the paper.
+
+    Example:
+    ```python
+    encoder = kcse.SentenceEncoder.from_preset(
+        "bert_tiny_en_uncased", pooling="cls"
+    )
+    model = kcse.SupervisedSimCSE(encoder, hard_negative_weight=0.0)
+    model.compile(optimizer=keras.optimizers.Adam(5e-5))
+    model.fit(
+        (["a man plays a guitar", "a cat sleeps"],
+         ["a man makes music", "an animal rests"],
+         ["nobody plays anything", "a cat runs"]),
+        batch_size=2, epochs=1,
+    )
+    ```
+    """
+
+    def __init__(
+        self, encoder, temperature=0.05, hard_negative_weight=0.0, **kwargs
+    ):
+        super().__init__(encoder, **kwargs)
+        self.temperature = temperature
+        self.hard_negative_weight = hard_negative_weight
+        self.objective_loss = SimCSELoss(
+            temperature, "cross_view", hard_negative_weight=hard_negative_weight
+        )
+
+    def call(self, inputs, training=None):
+        if inputs["token_ids"].shape[1] != 3:
+            raise ValueError(
+                "SupervisedSimCSE trains on (anchor, positive, hard negative) "
+                "triplets: pass a tuple of three string columns; got "
+                f"token arrays of shape {inputs['token_ids'].shape}."
+            )
+        return self.encode_columns(inputs, training=training)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "temperature": self.temperature,
+                "hard_negative_weight": self.hard_negative_weight,
+            }
+        )
+        return config
