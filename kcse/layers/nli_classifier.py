@@ -1,0 +1,45 @@
+"""The NLI softmax head of SBERT and ConSERT: Dense on (r1, r2, |r1 − r2|)."""
+
+import keras
+from keras import ops
+
+
+@keras.saving.register_keras_serializable(package="kcse")
+class NLIClassifier(keras.layers.Layer):
+    """Logits of a sentence-pair relation from the two sentence vectors.
+
+    `f = Concat(r1, r2, |r1 − r2|)`, logits `W f + b` (ConSERT eq. 2, SBERT's
+    classification objective); train with softmax cross-entropy. Used by the
+    supervised modes of `kcse.ConSERT` and dropped after training.
+
+    Args:
+        num_classes: int. 3 for NLI (entailment, neutral, contradiction, in
+            `kcse.datasets.NLI_LABELS` order).
+
+    Example:
+    ```python
+    import numpy as np
+    head = kcse.layers.NLIClassifier(num_classes=3)
+    logits = head(np.random.rand(4, 8), np.random.rand(4, 8))  # (4, 3)
+    ```
+    """
+
+    def __init__(self, num_classes=3, **kwargs):
+        super().__init__(**kwargs)
+        self.num_classes = num_classes
+        self.dense = keras.layers.Dense(num_classes, name="logits")
+
+    def build(self, first_shape, second_shape=None):
+        self.dense.build((first_shape[0], 3 * first_shape[-1]))
+
+    def call(self, first, second):
+        features = ops.concatenate([first, second, ops.abs(first - second)], axis=-1)
+        return self.dense(features)
+
+    def compute_output_shape(self, first_shape, second_shape=None):
+        return (first_shape[0], self.num_classes)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"num_classes": self.num_classes})
+        return config
