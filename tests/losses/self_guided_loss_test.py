@@ -1,0 +1,57 @@
+import numpy as np
+import pytest
+
+import kcse
+
+
+def opt3_reference(vectors, temperature):
+    """L^opt3 of the SG-OPT paper, term by term in float64."""
+    v = vectors.astype("float64")
+    v /= np.linalg.norm(v, axis=-1, keepdims=True)
+    c, h = v[:, 0], v[:, 1:]
+    b, layers = h.shape[:2]
+
+    def phi(x, y):
+        return np.exp(x @ y / temperature)
+
+    total = 0.0
+    for i in range(b):
+        negatives = sum(phi(c[i], h[m, n]) for m in range(b) if m != i for n in range(layers))
+        for k in range(layers):
+            positive = phi(c[i], h[i, k])
+            total += -np.log(positive / (positive + negatives))
+    return total / (b * layers)
+
+
+@pytest.mark.parametrize("temperature", [0.05, 0.5])
+def test_equals_the_paper_formula(temperature):
+    vectors = np.random.default_rng(0).normal(size=(5, 1 + 4, 12)).astype("float32")
+    loss = kcse.losses.SelfGuidedLoss(temperature)(None, vectors)
+    np.testing.assert_allclose(float(loss), opt3_reference(vectors, temperature), rtol=1e-5)
+
+
+def test_temperature_001_stays_finite_and_matches():
+    # τ = 0.01 puts logits near 100: the reference is computed in log space.
+    vectors = np.random.default_rng(1).normal(size=(4, 1 + 3, 8)).astype("float32")
+    v = vectors.astype("float64") / np.linalg.norm(vectors, axis=-1, keepdims=True)
+    logits = np.einsum("id,mnd->imn", v[:, 0], v[:, 1:]) / 0.01
+    expected = []
+    for i in range(4):
+        others = np.delete(logits[i], i, axis=0).reshape(-1)
+        for k in range(3):
+            both = np.append(others, logits[i, i, k])
+            top = both.max()
+            expected.append(top + np.log(np.exp(both - top).sum()) - logits[i, i, k])
+    loss = kcse.losses.SelfGuidedLoss(0.01)(None, vectors)
+    np.testing.assert_allclose(float(loss), np.mean(expected), rtol=1e-5)
+
+
+def test_bad_input_and_config():
+    with pytest.raises(ValueError, match="temperature must be > 0"):
+        kcse.losses.SelfGuidedLoss(0)
+    with pytest.raises(ValueError, match="1 \\+ layers"):
+        kcse.losses.SelfGuidedLoss()(None, np.ones((4, 1, 8), "float32"))
+    restored = kcse.losses.SelfGuidedLoss.from_config(
+        kcse.losses.SelfGuidedLoss(0.02).get_config()
+    )
+    assert restored.temperature == 0.02
