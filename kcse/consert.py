@@ -183,14 +183,12 @@ class ConSERT(EncoderObjective):
                     f"{columns} sentences per sample."
                 )
             return {"views": self._views(inputs, training)}
-        if columns != 2:
-            raise ValueError(
-                f"ConSERT mode {self.mode!r} trains on (premise, hypothesis) "
-                "pairs with NLI labels: pass x=(premises, hypotheses), y=labels."
-            )
         labels = inputs.get(LABELS)
         inputs = {key: value for key, value in inputs.items() if key != LABELS}
-        pairs = self.encode_columns(inputs, training=training)
+        pairs = self.encode_columns(
+            inputs, training, 2,
+            f"(premise, hypothesis) pairs with NLI labels in mode {self.mode!r}",
+        )
         outputs = {"logits": self.classifier(pairs[:, 0], pairs[:, 1])}
         if self.mode == "joint":
             flat = {

@@ -93,8 +93,18 @@ class EncoderObjective(keras_hub.models.Task):
             x = trim_padding(x)
         return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
 
-    def encode_columns(self, inputs, training=None):
-        """Vectors `(batch, k, dim)` of token arrays `(batch, k, length)`."""
+    def encode_columns(self, inputs, training=None, columns=None, kind=""):
+        """Vectors `(batch, k, dim)` of token arrays `(batch, k, length)`.
+
+        With `columns`, samples must hold that many sentences (`kind` names
+        them in the error).
+        """
+        given = inputs["token_ids"].shape
+        if columns is not None and (len(given) != 3 or given[1] != columns):
+            raise ValueError(
+                f"{type(self).__name__} trains on {kind}: pass a tuple of "
+                f"{columns} string columns; got token arrays of shape {given}."
+            )
         shape = ops.shape(inputs["token_ids"])
         flat = {
             key: ops.reshape(value, (-1, shape[-1]))

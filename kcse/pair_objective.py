@@ -44,13 +44,7 @@ class PairObjective(EncoderObjective):
         self.objective_loss = CoSENT() if loss is None else loss
 
     def call(self, inputs, training=None):
-        if inputs["token_ids"].shape[1] != 2:
-            raise ValueError(
-                "PairObjective trains on sentence pairs: pass a tuple of two "
-                "string columns; got token arrays of shape "
-                f"{inputs['token_ids'].shape}."
-            )
-        return self.encode_columns(inputs, training=training)
+        return self.encode_columns(inputs, training, 2, "sentence pairs")
 
     def get_config(self):
         config = super().get_config()

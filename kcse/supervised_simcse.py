@@ -55,13 +55,9 @@ class SupervisedSimCSE(EncoderObjective):
         )
 
     def call(self, inputs, training=None):
-        if inputs["token_ids"].shape[1] != 3:
-            raise ValueError(
-                "SupervisedSimCSE trains on (anchor, positive, hard negative) "
-                "triplets: pass a tuple of three string columns; got "
-                f"token arrays of shape {inputs['token_ids'].shape}."
-            )
-        return self.encode_columns(inputs, training=training)
+        return self.encode_columns(
+            inputs, training, 3, "(anchor, positive, hard negative) triplets"
+        )
 
     def get_config(self):
         config = super().get_config()

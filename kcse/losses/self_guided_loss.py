@@ -5,10 +5,11 @@ from keras import ops
 
 from kcse.distribution import gather_across_replicas
 from kcse.distribution import global_mean_weight
+from kcse.losses.label_free_loss import LabelFreeLoss
 
 
 @keras.saving.register_keras_serializable(package="kcse")
-class SelfGuidedLoss(keras.losses.Loss):
+class SelfGuidedLoss(LabelFreeLoss):
     """L^opt3 of Self-Guided Contrastive Learning (Kim et al., ACL 2021).
 
     `y_pred` has shape `(batch, 1 + layers, dim)`: row `[:, 0]` is each
@@ -47,11 +48,6 @@ class SelfGuidedLoss(keras.losses.Loss):
         if temperature <= 0:
             raise ValueError(f"temperature must be > 0; got {temperature}.")
         self.temperature = temperature
-
-    def __call__(self, y_true, y_pred, sample_weight=None):
-        if y_true is None:  # The loss needs no labels; Keras needs a tensor.
-            y_true = ops.zeros(ops.shape(y_pred)[:1])
-        return super().__call__(y_true, y_pred, sample_weight)
 
     def call(self, y_true, y_pred):
         if len(y_pred.shape) != 3 or y_pred.shape[1] < 2:

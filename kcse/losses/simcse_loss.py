@@ -5,12 +5,13 @@ from keras import ops
 
 from kcse.distribution import gather_across_replicas
 from kcse.distribution import global_mean_weight
+from kcse.losses.label_free_loss import LabelFreeLoss
 
 NEGATIVES = ("both_views", "cross_view")
 
 
 @keras.saving.register_keras_serializable(package="kcse")
-class SimCSELoss(keras.losses.Loss):
+class SimCSELoss(LabelFreeLoss):
     """Contrastive loss between two views of each sentence.
 
     `y_pred` holds two views per sentence, shape `(batch, 2, dim)` (for
@@ -74,11 +75,6 @@ class SimCSELoss(keras.losses.Loss):
         self.temperature = temperature
         self.negatives = negatives
         self.hard_negative_weight = hard_negative_weight
-
-    def __call__(self, y_true, y_pred, sample_weight=None):
-        if y_true is None:  # The loss needs no labels; Keras needs a tensor.
-            y_true = ops.zeros(ops.shape(y_pred)[:1])
-        return super().__call__(y_true, y_pred, sample_weight)
 
     def call(self, y_true, y_pred):
         if len(y_pred.shape) != 3 or y_pred.shape[1] not in (2, 3):
