@@ -1,4 +1,4 @@
-"""The comparison grid: models × poolings × tasks, raw / whitening / SimCSE."""
+"""The comparison grid: models × poolings × tasks, raw / whitening / trained."""
 
 import contextlib
 import dataclasses
@@ -16,13 +16,12 @@ from kcse.evaluation.sts import cosine_scores
 from kcse.evaluation.sts import sts_correlations
 from kcse.evaluation.sts_evaluator import STSEvaluator
 from kcse.experiments.protocols import SPLITS
-from kcse.experiments.protocols import training_sentences
+from kcse.experiments.methods import SimCSEMethod
 from kcse.experiments.published import published_cell
 from kcse.experiments.results import cell_key
 from kcse.layers.whitening import Whitening
 from kcse.sentence_encoder import SentenceEncoder
 from kcse.sentence_encoder import predict_in_length_order
-from kcse.simcse import SimCSE
 
 # Su's models: checkpoint folder names (as released) and kcse family.
 SU_CHECKPOINTS = {
@@ -159,12 +158,14 @@ def score_splits(data, vectors, transform=None):
 
 
 def run_cell(spec, encoder, pooling, task, data, raw_vectors, protocol, seed,
-             encode_batch_size=64, plot_dir=None):
-    """One cell: a raw, b whitened and c SimCSE-trained scores per split.
+             method, encode_batch_size=64, plot_dir=None):
+    """One cell: a raw, b whitened and c `method`-trained scores per split.
 
     `encoder` pools as `pooling` (the grid's name for it, e.g. "P1");
-    `raw_vectors` are its un-tuned `{split: (v1, v2)}` of every split. The encoder's backbone must hold the model's initial weights;
-    SimCSE trains it in place (the caller restores them for the next cell).
+    `raw_vectors` are its un-tuned `{split: (v1, v2)}` of every split. The
+    encoder's backbone must hold the model's initial weights; `method` (a
+    `kcse.experiments.methods.Method`) trains it in place (the caller
+    restores them for the next cell).
     """
     start = time.time()
     raw = score_splits(data, raw_vectors)
@@ -183,12 +184,7 @@ def run_cell(spec, encoder, pooling, task, data, raw_vectors, protocol, seed,
         lambda v: keras.ops.convert_to_numpy(whitening(v.astype("float64"))),
     )
 
-    sentences = [
-        spec.prefix + s for s in training_sentences(data, protocol, task, seed)
-    ]
     set_hidden_dropout(encoder.backbone, protocol.hidden_dropout)
-    simcse = SimCSE(encoder, protocol.temperature, protocol.negatives)
-    simcse.compile(optimizer=keras.optimizers.Adam(protocol.learning_rate))
     callbacks = []
     if protocol.select_on_valid:
         valid = data["valid"]
@@ -202,16 +198,12 @@ def run_cell(spec, encoder, pooling, task, data, raw_vectors, protocol, seed,
                 restore_best_weights=True,
             )
         )
-    simcse.fit(
-        sentences,
-        batch_size=protocol.batch_size,
-        epochs=protocol.epochs,
-        callbacks=callbacks,
-        verbose=0,
+    training_samples = method.train(
+        encoder, data, protocol, task, seed, spec.prefix, callbacks
     )
     trained_vectors = encode_splits(
         encoder, encoder.preprocessor, data, spec.prefix, encode_batch_size,
-        protocol.simcse_splits,
+        protocol.trained_splits,
     )
     trained = score_splits(data, trained_vectors)
 
@@ -221,15 +213,18 @@ def run_cell(spec, encoder, pooling, task, data, raw_vectors, protocol, seed,
         "pooling": pooling,
         "task": task,
         "protocol": protocol.name,
+        "method": method.name,
         "reported_split": "test",
         "raw": raw,
         "whitening": whitened,
-        "simcse": trained,
-        "published": published_cell(spec.name, pooling, task),
-        "training_sentences": len(sentences),
+        "trained": trained,
+        # Su's table is of unsupervised SimCSE.
+        "published": published_cell(spec.name, pooling, task)
+        if method.name == SimCSEMethod.name else None,
+        "training_samples": training_samples,
         "whitening_sentences": int(sum(len(s) for s in statistics)),
         "seconds": time.time() - start,
-        "settings": dataclasses.asdict(protocol) | {"seed": seed},
+        "settings": dataclasses.asdict(protocol) | method.settings() | {"seed": seed},
     }
     if plot_dir is not None:
         from kcse.experiments.plots import plot_cell
@@ -243,12 +238,14 @@ def run_cell(spec, encoder, pooling, task, data, raw_vectors, protocol, seed,
             cosine_scores(*trained_vectors[split]),
             spec.name, pooling, task,
             raw[split]["spearman"], trained[split]["spearman"], split,
+            method.title,
         )
     return record
 
 
 def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
-             strategy=None, checkpoint_root=None, plot_dir=None, log=print):
+             strategy=None, checkpoint_root=None, plot_dir=None, log=print,
+             method=None):
     """Runs every cell not already in `store`, printing a line per cell.
 
     `read_task(task, split)` gives the `SentencePairs` of a split. Models
@@ -256,12 +253,14 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
     and reset to their initial weights before each cell; the raw vectors of
     all poolings of a model and task come from one encoding pass. Cells
     whose pooling the model cannot do (P2 without a pretrained pooler) are
-    skipped, as the "-" of Su's table.
+    skipped, as the "-" of Su's table. `method` trains column c
+    (`kcse.experiments.methods`; default: unsupervised SimCSE).
     """
-    if "test" not in protocol.simcse_splits:
+    method = method or SimCSEMethod()
+    if "test" not in protocol.trained_splits:
         raise ValueError(
-            "The comparison reports the test split: simcse_splits must "
-            f"include 'test'; got {protocol.simcse_splits}."
+            "The comparison reports the test split: trained_splits must "
+            f"include 'test'; got {protocol.trained_splits}."
         )
     specs = [resolve_model(name, checkpoint_root) for name in models]
     todo = [
@@ -269,12 +268,12 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
         for spec in specs
         for task in tasks
         for pooling in poolings
-        if not store.has(cell_key(spec.name, pooling, task, protocol.name))
+        if not store.has(cell_key(spec.name, pooling, task, protocol.name, method.name))
     ]
     skipped = len(specs) * len(tasks) * len(poolings) - len(todo)
     if skipped:
         log(f"{skipped} cell(s) already in {store.json_path}: skipped")
-    start, done = time.time(), 0
+    start, done, total = time.time(), 0, len(todo)
     loaded = {}
 
     def scope():
@@ -292,8 +291,9 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
         group_poolings = []
         for _, pooling, _ in group:
             if pooling == "P2" and not has_pooler(backbone):
-                key = cell_key(spec.name, pooling, task, protocol.name)
+                key = cell_key(spec.name, pooling, task, protocol.name, method.name)
                 log(f"{key}: no pretrained pooler, P2 skipped ('-' in Su's table)")
+                total -= 1
             else:
                 group_poolings.append(pooling)
         if not group_poolings:
@@ -313,15 +313,15 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
             backbone.set_weights(initial)
             with scope():
                 record = run_cell(spec, encoders[pooling], pooling, task, data,
-                                  raw_vectors[pooling], protocol, seed,
+                                  raw_vectors[pooling], protocol, seed, method,
                                   plot_dir=plot_dir)
-            key = cell_key(spec.name, pooling, task, protocol.name)
+            key = cell_key(spec.name, pooling, task, protocol.name, method.name)
             store.add(key, record)
             done += 1
             elapsed = time.time() - start
-            eta = elapsed / done * (len(todo) - done)
-            a, b, c = (record[col]["test"]["spearman"] for col in ("raw", "whitening", "simcse"))
-            log(f"[{done}/{len(todo)}] {key}: a {a:.2f} / b {b:.2f} / c {c:.2f} (test)"
+            eta = elapsed / done * (total - done)
+            a, b, c = (record[col]["test"]["spearman"] for col in ("raw", "whitening", "trained"))
+            log(f"[{done}/{total}] {key}: a {a:.2f} / b {b:.2f} / c {c:.2f} (test)"
                 f"  cell {record['seconds']:.0f}s, elapsed {elapsed:.0f}s, ETA {eta:.0f}s")
     return store
 

@@ -1,11 +1,13 @@
-"""The "collapse" figure: gold score vs cosine, raw encoder beside SimCSE."""
+"""The "collapse" figure: gold score vs cosine, raw encoder beside trained."""
 
 import numpy as np
 
 
 def plot_cell(path, gold, raw_cosine, simcse_cosine, model, pooling, task,
-              raw_spearman, simcse_spearman, split="test"):
+              raw_spearman, simcse_spearman, split="test", method="SimCSE"):
     """Write a PNG of one cell: gold score (x) vs cosine (y), raw | SimCSE.
+
+    The right panel is titled `method`, the training method of column c.
 
     Raw BERT-style cosines bunch near 1 whatever the gold score (anisotropy);
     after SimCSE they spread out and follow the gold score. Both panels share
@@ -23,14 +25,14 @@ def plot_cell(path, gold, raw_cosine, simcse_cosine, model, pooling, task,
     ```
     """
     figure = _build_figure(gold, raw_cosine, simcse_cosine, model, pooling,
-                           task, raw_spearman, simcse_spearman, split)
+                           task, raw_spearman, simcse_spearman, split, method)
     figure.savefig(path, dpi=120)
     figure.clear()  # no pyplot: nothing else holds the figure
     return path
 
 
 def _build_figure(gold, raw_cosine, simcse_cosine, model, pooling, task,
-                  raw_spearman, simcse_spearman, split="test"):
+                  raw_spearman, simcse_spearman, split="test", method="SimCSE"):
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -51,7 +53,7 @@ def _build_figure(gold, raw_cosine, simcse_cosine, model, pooling, task,
     figure = Figure(figsize=(10, 4.6), layout="constrained")
     FigureCanvasAgg(figure)
     axes = figure.subplots(1, 2, sharey=True)
-    for ax, cos, name, rho in zip(axes, cosines, ("raw", "SimCSE"),
+    for ax, cos, name, rho in zip(axes, cosines, ("raw", method),
                                   (raw_spearman, simcse_spearman)):
         ax.scatter(x, cos, s=9, alpha=alpha, color="tab:blue", linewidths=0)
         if discrete:

@@ -4,31 +4,34 @@ import json
 import os
 import pathlib
 
-SCHEMA = "kcse.comparison/1"
-COLUMNS = ("raw", "whitening", "simcse")
+SCHEMA = "kcse.comparison/2"
+COLUMNS = ("raw", "whitening", "trained")
 
 
-def cell_key(model, pooling, task, protocol):
-    return f"{model}|{pooling}|{task}|{protocol}"
+def cell_key(model, pooling, task, protocol, method):
+    return f"{model}|{pooling}|{task}|{protocol}|{method}"
 
 
 class ResultStore:
     """The results of a grid, saved after every cell so a rerun resumes.
 
-    `results.json` (schema `"kcse.comparison/1"`):
+    `results.json` (schema `"kcse.comparison/2"`):
 
     ```
-    {"schema": "kcse.comparison/1",
-     "cells": {"<model>|<pooling>|<task>|<protocol>": {
-         "model", "pooling", "task", "protocol": str,
+    {"schema": "kcse.comparison/2",
+     "cells": {"<model>|<pooling>|<task>|<protocol>|<method>": {
+         "model", "pooling", "task", "protocol", "source": str,
+         "method": str,                     # simcse, consert, sg_opt, ...
          "reported_split": "test",          # the split results.md shows
-         "raw" | "whitening" | "simcse": {  # a, b, c of Su's table
+         "raw" | "whitening" | "trained": { # a, b, c of Su's table
              "<split>": {"spearman": float, "pearson": float, "n": int}},
                                             # a, b: every split; c: the
-                                            # protocol's simcse_splits
-         "published": [a, b, c] or null,    # Su's cell, where there is one
-         "training_sentences": int, "whitening_sentences": int,
-         "seconds": float, "settings": {...}}}}
+                                            # protocol's trained_splits
+         "published": [a, b, c] or null,    # Su's SimCSE cell, if any
+         "training_samples": int,           # sentences, triplets or pairs
+         "whitening_sentences": int,
+         "seconds": float,
+         "settings": {...}}}}               # protocol, method's, seed
     ```
 
     Spearman and Pearson are ×100. `results.md` is written beside it.
@@ -68,42 +71,38 @@ class ResultStore:
         _write_atomically(self.markdown_path, self.markdown())
 
     def markdown(self):
-        """Su's layout: a row per model-pooling, "a / b / c" per task."""
+        """Su's layout: a row per model-pooling-method, "a / b / c" per task."""
         cells = list(self.cells.values())
         tasks = list(dict.fromkeys(cell["task"] for cell in cells))
-        rows = list(
-            dict.fromkeys((cell["model"], cell["pooling"], cell["protocol"]) for cell in cells)
-        )
-        by_key = {
-            (c["model"], c["pooling"], c["protocol"], c["task"]): c for c in cells
-        }
+        rows = list(dict.fromkeys(row_of(cell) for cell in cells))
+        by_key = {row_of(c) + (c["task"],): c for c in cells}
         lines = [
-            "# Chinese SimCSE comparison",
+            "# Chinese sentence-embedding comparison",
             "",
-            "Each cell: **a / b / c** = raw / BERT-whitening / unsupervised "
-            "SimCSE, Spearman ×100 on the split named in the cell; below it "
-            "Su Jianlin's published cell and ours minus his (Δ). Su does not "
-            "say which split his table shows.",
+            "Each cell: **a / b / c** = raw / BERT-whitening / trained by the "
+            "row's method, Spearman ×100 on the split named in the cell; for "
+            "unsupervised SimCSE, below it Su Jianlin's published cell and "
+            "ours minus his (Δ). Su does not say which split his table shows.",
             "",
-            "| model | pooling | protocol | " + " | ".join(tasks) + " |",
-            "|---|---|---|" + "---|" * len(tasks),
+            "| model | pooling | protocol | method | " + " | ".join(tasks) + " |",
+            "|---|---|---|---|" + "---|" * len(tasks),
         ]
-        for model, pooling, protocol in rows:
-            entries = [
-                format_cell(by_key.get((model, pooling, protocol, task)))
-                for task in tasks
-            ]
-            lines.append(
-                f"| {model} | {pooling} | {protocol} | " + " | ".join(entries) + " |"
-            )
+        for row in rows:
+            entries = [format_cell(by_key.get(row + (task,))) for task in tasks]
+            lines.append(f"| {' | '.join(row)} | " + " | ".join(entries) + " |")
         return "\n".join(lines) + "\n"
+
+
+def row_of(cell):
+    """A cell's table row: (model, pooling, protocol, method)."""
+    return cell["model"], cell["pooling"], cell["protocol"], cell["method"]
 
 
 def text_table(cells):
     """A plain-text table of cells for the terminal: ours beside Su's."""
     header = (
-        f"{'model':<14}{'pooling':<8}{'task':<7}{'split':<6}"
-        f"{'a raw':>9}{'b whiten':>10}{'c SimCSE':>10}   Su a / b / c"
+        f"{'model':<14}{'pooling':<8}{'task':<7}{'split':<6}{'method':<12}"
+        f"{'a raw':>9}{'b whiten':>10}{'c trained':>11}   Su a / b / c"
     )
     lines = [header, "-" * len(header)]
     for cell in cells.values():
@@ -112,7 +111,8 @@ def text_table(cells):
         su = " / ".join(f"{v:.2f}" for v in published) if published else "-"
         lines.append(
             f"{cell['model']:<14}{cell['pooling']:<8}{cell['task']:<7}"
-            f"{cell['reported_split']:<6}{a:>9.2f}{b:>10.2f}{c:>10.2f}   {su}"
+            f"{cell['reported_split']:<6}{cell['method']:<12}"
+            f"{a:>9.2f}{b:>10.2f}{c:>11.2f}   {su}"
         )
     return "\n".join(lines)
 

@@ -1,66 +1,21 @@
 import json
-import pathlib
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import kcse
-from checkpoints import TINY_CONFIG
-from checkpoints import checkpoint_arrays
-from checkpoints import write_checkpoint
 from kcse.experiments import grid
 from kcse.experiments.protocols import PROTOCOLS
 from kcse.experiments.protocols import with_overrides
 from kcse.experiments.results import ResultStore
+from tiny_grid import SPLIT_PAIRS
+from tiny_grid import recipe
+from tiny_grid import stsb_sample
+from tiny_grid import tiny_checkpoint
+from tiny_grid import write_task
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "recipes"))
-import chinese_simcse  # noqa: E402
-
-SPLIT_PAIRS = {"train": 76, "valid": 37, "test": 37}  # 300 sentences.
-
-
-def write_task(folder, task, pairs_by_split, scale):
-    """`<folder>/<task>/<task>.<split>.data` from (s1, s2, label) lists."""
-    (folder / task).mkdir(parents=True, exist_ok=True)
-    for split, pairs in pairs_by_split.items():
-        lines = [f"{a}\t{b}\t{scale(label)}" for a, b, label in pairs]
-        (folder / task / f"{task}.{split}.data").write_text(
-            "\n".join(lines) + "\n", encoding="utf-8"
-        )
-
-
-def stsb_sample(shared_data):
-    """The first pairs of the real Chinese STS-B splits (300 sentences)."""
-    sample = {}
-    for split, count in SPLIT_PAIRS.items():
-        pairs = kcse.data.read_pairs(
-            shared_data / "senteval_cn" / "STS-B" / f"STS-B.{split}.data"
-        )
-        sample[split] = list(
-            zip(pairs.sentences1[:count], pairs.sentences2[:count], pairs.scores[:count])
-        )
-    return sample
-
-
-def tiny_checkpoint(folder, sample):
-    """A random BERT in the original layout whose vocabulary covers `sample`."""
-    characters = sorted(
-        {c for pairs in sample.values() for a, b, _ in pairs for c in a + b}
-    )
-    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + characters
-    config = dict(TINY_CONFIG, vocab_size=len(vocabulary), max_position_embeddings=128)
-    arrays = checkpoint_arrays(config)
-    return write_checkpoint(folder, arrays, config, vocabulary)
-
-
-@pytest.fixture
-def tiny_setup(tmp_path, shared_data):
-    sample = stsb_sample(shared_data)
-    write_task(tmp_path / "data", "STS-B", sample, lambda label: int(label))
-    checkpoint = tiny_checkpoint(tmp_path / "tiny_bert", sample)
-    return tmp_path, f"{checkpoint}:bert"
+chinese_simcse = recipe("chinese_simcse")
 
 
 def run_recipe(tmp_path, model, *extra):
@@ -78,25 +33,27 @@ def test_smoke_results_schema_and_resume(tiny_setup, capsys):
     tmp_path, model = tiny_setup
     run_recipe(tmp_path, model)
     results = json.loads((tmp_path / "out" / "results.json").read_text())
-    assert results["schema"] == "kcse.comparison/1"
+    assert results["schema"] == "kcse.comparison/2"
     assert sorted(results["cells"]) == [
-        "tiny_bert|P1|STS-B|su", "tiny_bert|P4|STS-B|su"
+        "tiny_bert|P1|STS-B|su|simcse", "tiny_bert|P4|STS-B|su|simcse"
     ]
     for cell in results["cells"].values():
         assert cell["reported_split"] == "test"
-        assert cell["training_sentences"] == 300
+        assert cell["training_samples"] == 300
+        assert cell["method"] == "simcse"
         assert cell["whitening_sentences"] == 300
         assert cell["published"] is None
-        for column in ("raw", "whitening", "simcse"):
-            splits = {"valid", "test"} if column == "simcse" else {"train", "valid", "test"}
+        for column in ("raw", "whitening", "trained"):
+            splits = {"test"} if column == "trained" else {"train", "valid", "test"}
             assert set(cell[column]) == splits
             assert cell[column]["test"]["n"] == 37
             assert np.isfinite(cell[column]["test"]["spearman"])
     markdown = (tmp_path / "out" / "results.md").read_text()
-    assert "| tiny_bert | P1 | su |" in markdown and "| tiny_bert | P4 | su |" in markdown
+    assert "| tiny_bert | P1 | su | simcse |" in markdown
+    assert "| tiny_bert | P4 | su | simcse |" in markdown
     first = capsys.readouterr().out
-    assert "[2/2] tiny_bert|P4|STS-B|su" in first and "ETA" in first
-    assert "c SimCSE" in first and "Su Jianlin's published a / b / c for STS-B" in first
+    assert "[2/2] tiny_bert|P4|STS-B|su|simcse" in first and "ETA" in first
+    assert "c trained" in first and "Su Jianlin's published a / b / c for STS-B" in first
 
     run_recipe(tmp_path, model)
     second = capsys.readouterr().out
@@ -119,7 +76,7 @@ def test_raw_and_whitening_columns_equal_independent_computations(tiny_setup):
     tmp_path, model = tiny_setup
     run_recipe(tmp_path, model)
     cell = json.loads((tmp_path / "out" / "results.json").read_text())["cells"][
-        "tiny_bert|P4|STS-B|su"
+        "tiny_bert|P4|STS-B|su|simcse"
     ]
     backbone, preprocessor = kcse.backbones.from_checkpoint(
         model.rsplit(":", 1)[0], "bert", 64
@@ -185,9 +142,9 @@ def test_clean_protocol_never_trains_or_whitens_on_valid_or_test(
     assert len(whitened) == 1 and whitened[0].shape == expected.shape
     np.testing.assert_allclose(whitened[0], expected, atol=1e-5)
     cell = json.loads((tmp_path / "out" / "results.json").read_text())["cells"][
-        "tiny_bert|P1|STS-B|clean"
+        "tiny_bert|P1|STS-B|clean|simcse"
     ]
-    assert cell["simcse"]["test"]["n"] == 38  # The sentinel pair is scored.
+    assert cell["trained"]["test"]["n"] == 38  # The sentinel pair is scored.
 
 
 @pytest.mark.parametrize("task", kcse.datasets.CHINESE_TASKS)
@@ -203,10 +160,10 @@ def test_every_task_name_runs_on_its_real_layout(tmp_path, shared_data, task):
         "--sentences", "64", "--batch-size", "32", "--max-length", "32",
     ])
     cells = json.loads((tmp_path / "out" / "results.json").read_text())["cells"]
-    cell = cells[f"tiny_bert|P3|{task}|su"]
+    cell = cells[f"tiny_bert|P3|{task}|su|simcse"]
     assert cell["settings"]["max_length"] == 32
     # PAWSX trains on every sentence, the others on --sentences.
-    assert cell["training_sentences"] == (300 if task == "PAWSX" else 64)
+    assert cell["training_samples"] == (300 if task == "PAWSX" else 64)
 
 
 def test_grid_runs_under_mirrored_strategy(tiny_setup, two_cpu_strategy):
@@ -217,8 +174,8 @@ def test_grid_runs_under_mirrored_strategy(tiny_setup, two_cpu_strategy):
         lambda task, split: kcse.datasets.read_chinese_task(tmp_path / "data", task, split),
         protocol, ResultStore(tmp_path / "mirrored"), strategy=two_cpu_strategy,
     )
-    cell = store.cells["tiny_bert|P1|STS-B|su"]
-    assert np.isfinite(cell["simcse"]["test"]["spearman"])
+    cell = store.cells["tiny_bert|P1|STS-B|su|simcse"]
+    assert np.isfinite(cell["trained"]["test"]["spearman"])
 
 
 def test_strategy_choice(monkeypatch):

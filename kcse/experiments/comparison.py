@@ -1,0 +1,164 @@
+"""The command line of the comparison recipes: arguments, then the grid.
+
+Every recipe (`recipes/chinese_simcse.py`, `consert.py`, `sg_opt.py`,
+`sup_simcse.py`) is this parser plus its method's own flags; the grid,
+protocols, data and results are the same.
+"""
+
+import argparse
+import contextlib
+import pathlib
+import sys
+import time
+
+import keras
+
+from kcse.datasets.chinese import BUNDLED_CHINESE_STS
+from kcse.datasets.chinese import CHINESE_TASKS
+from kcse.datasets.chinese import read_chinese_task
+from kcse.experiments import grid
+from kcse.experiments.methods import SimCSEMethod
+from kcse.experiments.protocols import PROTOCOLS
+from kcse.experiments.protocols import with_overrides
+from kcse.experiments.results import ResultStore
+from kcse.experiments.results import text_table
+
+# Training sentences per task of the default (CPU) run; Su's: 10,000.
+DEFAULT_SENTENCES = 500
+
+
+def comma_list(text):
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def comparison_parser(doc, output, poolings=("P1", "P2", "P3", "P4")):
+    """The recipes' shared arguments; `doc` is the recipe's docstring.
+
+    `output` is the default results folder; `poolings` the default ones.
+    The training settings default to None: the protocol's, or the
+    recipe's `method_defaults` in `run_comparison`.
+    """
+    parser = argparse.ArgumentParser(
+        description=doc.split("\n\n")[0],
+        epilog=doc.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    group = parser.add_argument_group("grid")
+    group.add_argument("--models", type=comma_list, default=["e5-small"],
+                       help="Su's names (BERT, RoBERTa, NEZHA, WoBERT, RoFormer, "
+                       "SimBERT, SimBERT-small, SimBERT-tiny) under "
+                       "--checkpoint-root, e5-small, a keras-hub preset, a local "
+                       "folder, or PATH:family (default: e5-small)")
+    group.add_argument("--poolings", type=comma_list, default=list(poolings),
+                       help=f"P1..P4 (default: {','.join(poolings)}; P2 is skipped "
+                       "without a pooler)")
+    group.add_argument("--tasks", type=comma_list, default=["STS-B"],
+                       help="ATEC, BQ, LCQMC, PAWSX, STS-B (default: STS-B)")
+    group.add_argument("--protocol", choices=sorted(PROTOCOLS), default="su")
+    group.add_argument("--checkpoint-root", type=pathlib.Path,
+                       help="folder holding the original checkpoint folders")
+    group.add_argument("--data-dir", type=pathlib.Path, default=None,
+                       help="<TASK>/<TASK>.{train,valid,test}.data folders "
+                       "(default: the Chinese STS-B bundled with kcse)")
+    group.add_argument("--output", type=pathlib.Path, default=output)
+    group.add_argument("--seed", type=int, default=0)
+    group.add_argument("--plot", action="store_true",
+                       help="a PNG per cell: gold vs cosine, raw and trained "
+                       "(needs matplotlib)")
+    settings = parser.add_argument_group(
+        "training (defaults: the protocol's, i.e. Su's, unless the recipe says)")
+    settings.add_argument("--sentences", type=int, default=DEFAULT_SENTENCES,
+                          help="unlabelled training sentences per task (Su: "
+                          "10000; PAWSX always uses all; default "
+                          f"{DEFAULT_SENTENCES} to save time on a CPU)")
+    settings.add_argument("--epochs", type=int)
+    settings.add_argument("--batch-size", type=int)
+    settings.add_argument("--learning-rate", type=float)
+    settings.add_argument("--dropout", type=float, help="hidden dropout (Su: 0.3)")
+    settings.add_argument("--temperature", type=float)
+    settings.add_argument("--negatives", choices=["both_views", "cross_view"])
+    settings.add_argument("--max-length", type=int, help="(Su: 64)")
+    settings.add_argument("--long-max-length", type=int, help="PAWSX's (Su: 128)")
+    settings.add_argument("--eval-every", type=int,
+                          help="steps between valid scores (clean protocol)")
+    settings.add_argument("--trained-splits", type=comma_list,
+                          help="splits column c is scored on (default: "
+                          "test; a and b are scored on every split)")
+    return parser
+
+
+def protocol_from_args(args, method_defaults=None):
+    """The protocol named by `args`, with the recipe's then the user's settings."""
+    protocol = with_overrides(PROTOCOLS[args.protocol], **(method_defaults or {}))
+    return with_overrides(
+        protocol,
+        max_sentences=args.sentences,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        learning_rate=args.learning_rate,
+        hidden_dropout=args.dropout,
+        temperature=args.temperature,
+        negatives=args.negatives,
+        max_length=args.max_length,
+        long_max_length=args.long_max_length,
+        eval_every=args.eval_every,
+        trained_splits=tuple(args.trained_splits) if args.trained_splits else None,
+    )
+
+
+def run_comparison(args, method=None, method_defaults=None, log=print):
+    """Runs the grid `args` describe with `method` (default: SimCSE).
+
+    `method_defaults` are protocol settings of the method (e.g. ConSERT's
+    temperature 0.1) that the user's flags still override. Returns the
+    `ResultStore`.
+    """
+    method = method or SimCSEMethod()
+    protocol = protocol_from_args(args, method_defaults)
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            sys.exit("--plot needs matplotlib: pip install -e \".[plot]\"")
+    data_dir = args.data_dir or BUNDLED_CHINESE_STS
+    unknown = [task for task in args.tasks if task not in CHINESE_TASKS]
+    if unknown:
+        sys.exit(f"unknown task(s) {unknown}; choose from {CHINESE_TASKS}")
+
+    import tensorflow as tf
+
+    if not tf.config.list_physical_devices("GPU"):
+        # On CPUs one inter-op thread encodes faster (measured on 2 cores:
+        # 70 vs 56 sentences/s for e5-small): a step's ops depend on each
+        # other, and idle inter-op threads only compete with the math.
+        # TensorFlow refuses once it is running (main() called in-process).
+        with contextlib.suppress(RuntimeError):
+            tf.config.threading.set_inter_op_parallelism_threads(1)
+    keras.utils.set_random_seed(args.seed)  # Shuffling and dropout masks.
+    strategy = grid.choose_strategy()
+    sentences = protocol.max_sentences
+    log(f"kcse Chinese comparison, {method.title}, protocol {protocol.name}: "
+        f"{sentences} training sentences per task"
+        f"{' (Su: 10000; pass --sentences 10000)' if sentences != 10000 else ''}, "
+        f"poolings {','.join(args.poolings)}, batch {protocol.batch_size}, "
+        f"lr {protocol.learning_rate}, dropout {protocol.hidden_dropout}, "
+        f"temperature {protocol.temperature}, max length {protocol.max_length}, "
+        f"data {data_dir}, "
+        + (f"MirroredStrategy over {strategy.num_replicas_in_sync} GPUs"
+           if strategy else "one device"))
+    start = time.time()
+    store = grid.run_grid(
+        args.models, args.poolings, args.tasks,
+        lambda task, split: read_chinese_task(data_dir, task, split),
+        protocol, ResultStore(args.output), seed=args.seed, strategy=strategy,
+        checkpoint_root=args.checkpoint_root,
+        plot_dir=args.output / "plots" if args.plot else None,
+        log=log, method=method,
+    )
+    log("")
+    log(text_table(store.cells))
+    if method.name == SimCSEMethod.name:
+        log(grid.published_reference(args.tasks))
+    log(f"wrote {store.json_path} and {store.markdown_path} "
+        f"({time.time() - start:.0f} s)")
+    return store

@@ -1,0 +1,291 @@
+"""Column c of the comparison: how a method tunes the encoder, on what data.
+
+The grid scores a raw encoder (a), its whitening (b) and the encoder after
+one training method (c). A `Method` builds that method's objective around
+the cell's encoder and gives it its training data under the protocol:
+
+- `SimCSEMethod`: unsupervised SimCSE (Su's column c).
+- `ConSERTMethod`: ConSERT's views; `unsup` on the task's sentences, or
+  `sup` / `joint` on NLI pairs, optionally followed by `unsup`.
+- `SGOptMethod`: SG-OPT on the task's sentences.
+- `SupervisedSimCSEMethod`: supervised SimCSE on (anchor, positive, hard
+  negative) triplets from an NLI file or from the task's labelled train
+  pairs.
+
+Unlabelled sentences follow the protocol (`su`: every split, `clean`: train
+only). Labels are only ever read from the train split or an NLI file, under
+every protocol.
+"""
+
+import collections
+import random
+
+import keras
+
+from kcse.consert import ConSERT
+from kcse.datasets.chinese import LABEL_SCALES
+from kcse.datasets.nli import NLITriplets
+from kcse.experiments.protocols import training_sentences
+from kcse.layers import view_augmentation
+from kcse.sg_opt import SGOpt
+from kcse.simcse import SimCSE
+from kcse.supervised_simcse import SupervisedSimCSE
+
+
+class Method:
+    """A training method of column c.
+
+    Subclasses set `name` (in results keys) and `title` (in tables) and
+    define `objective(encoder, protocol)`; `training_data` gives `fit`'s
+    `(x, y)` (default: the protocol's unlabelled sentences).
+    """
+
+    name = None
+    title = None
+
+    def objective(self, encoder, protocol):
+        raise NotImplementedError
+
+    def training_data(self, data, protocol, task, seed, prefix):
+        """`(x, y)` for `fit`: the protocol's sentences of `task`, unlabelled."""
+        sentences = training_sentences(data, protocol, task, seed)
+        return [prefix + s for s in sentences], None
+
+    def train(self, encoder, data, protocol, task, seed, prefix, callbacks=()):
+        """Trains `encoder` in place; returns the number of training samples."""
+        x, y = self.training_data(data, protocol, task, seed, prefix)
+        fit(self.objective(encoder, protocol), x, y, protocol, callbacks)
+        return len(x[0]) if isinstance(x, tuple) else len(x)
+
+    def settings(self):
+        """The method's own settings, stored with each result."""
+        return {"method": self.name}
+
+
+def fit(objective, x, y, protocol, callbacks=()):
+    """Compiles `objective` with the protocol's Adam and fits it quietly."""
+    objective.compile(optimizer=keras.optimizers.Adam(protocol.learning_rate))
+    objective.fit(
+        x,
+        y=y,
+        batch_size=protocol.batch_size,
+        epochs=protocol.epochs,
+        callbacks=list(callbacks),
+        verbose=0,
+    )
+
+
+class SimCSEMethod(Method):
+    """Unsupervised SimCSE with the protocol's temperature and negatives."""
+
+    name = "simcse"
+    title = "SimCSE"
+
+    def objective(self, encoder, protocol):
+        return SimCSE(encoder, protocol.temperature, protocol.negatives)
+
+
+class SGOptMethod(Method):
+    """SG-OPT with the protocol's temperature (SG-OPT: 0.01)."""
+
+    name = "sg_opt"
+    title = "SG-OPT"
+
+    def __init__(self, projection_dim=4096, regularization=0.1):
+        self.projection_dim = projection_dim
+        self.regularization = regularization
+
+    def objective(self, encoder, protocol):
+        return SGOpt(
+            encoder, self.projection_dim, protocol.temperature, self.regularization
+        )
+
+    def settings(self):
+        return super().settings() | {
+            "projection_dim": self.projection_dim,
+            "regularization": self.regularization,
+        }
+
+
+# ConSERT's view names (`parse_view`) and the layers they make.
+VIEWS = {
+    "shuffle": view_augmentation.TokenShuffle,
+    "token_cutoff": view_augmentation.TokenCutoff,
+    "feature_cutoff": view_augmentation.FeatureCutoff,
+    "span_cutoff": view_augmentation.SpanCutoff,
+    "dropout": view_augmentation.EmbeddingDropout,
+    "adversarial": view_augmentation.AdversarialPerturbation,
+}
+CONSERT_MODES = ("unsup", "sup", "joint", "sup-unsup", "joint-unsup")
+
+
+def parse_view(text):
+    """A view layer from `name[:value]`, e.g. `feature_cutoff:0.2`; `none`.
+
+    The value is the rate of the cutoffs and dropout, the noise norm of
+    `adversarial`; `shuffle` takes none.
+    """
+    name, _, value = text.partition(":")
+    if name == "none":
+        return None
+    if name not in VIEWS:
+        raise ValueError(
+            f"Unknown view {name!r}; choose from none, {', '.join(VIEWS)}."
+        )
+    if not value:
+        return VIEWS[name]()
+    if name == "shuffle":
+        raise ValueError(f"The shuffle view takes no value; got {text!r}.")
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"View {text!r}: {value!r} is not a number.") from None
+    return VIEWS[name](number)
+
+
+class ConSERTMethod(Method):
+    """ConSERT in one of its modes.
+
+    `unsup` trains on the task's sentences; `sup` and `joint` on `nli`
+    pairs (`kcse.datasets.NLIPairs`); `sup-unsup` and `joint-unsup` do
+    that, then `unsup`, with the same encoder (ConSERT's two-stage modes).
+
+    Args:
+        views: two view specs for `parse_view` (ConSERT's unsupervised
+            default: shuffle and feature cutoff 0.2).
+        mode: one of `CONSERT_MODES`.
+        nli: `NLIPairs` for the supervised modes.
+        contrastive_weight: α of `joint`.
+    """
+
+    name = "consert"
+    title = "ConSERT"
+
+    def __init__(self, views=("shuffle", "feature_cutoff:0.2"), mode="unsup",
+                 nli=None, contrastive_weight=1.0):
+        if mode not in CONSERT_MODES:
+            raise ValueError(f"mode must be one of {CONSERT_MODES}; got {mode!r}.")
+        if mode != "unsup" and nli is None:
+            raise ValueError(f"ConSERT mode {mode!r} trains on NLI pairs: give nli.")
+        views = tuple(views)
+        if len(views) != 2:
+            raise ValueError(f"ConSERT needs two views; got {list(views)}.")
+        for view in views:
+            parse_view(view)  # Bad names fail before any training.
+        self.views = views
+        self.mode = mode
+        self.nli = nli
+        self.contrastive_weight = contrastive_weight
+
+    def objective(self, encoder, protocol, mode="unsup"):
+        return ConSERT(
+            encoder,
+            views=[parse_view(view) for view in self.views],
+            temperature=protocol.temperature,
+            mode=mode,
+            contrastive_weight=self.contrastive_weight,
+        )
+
+    def train(self, encoder, data, protocol, task, seed, prefix, callbacks=()):
+        count = 0
+        supervised, _, then = self.mode.partition("-")
+        if supervised != "unsup":
+            x = tuple(
+                [prefix + s for s in side]
+                for side in (self.nli.sentences1, self.nli.sentences2)
+            )
+            fit(self.objective(encoder, protocol, supervised), x,
+                self.nli.labels, protocol)
+            count += len(self.nli)
+        if supervised == "unsup" or then == "unsup":
+            count += super().train(encoder, data, protocol, task, seed, prefix,
+                                   callbacks)
+        return count
+
+    def settings(self):
+        return super().settings() | {
+            "views": list(self.views),
+            "mode": self.mode,
+            "contrastive_weight": self.contrastive_weight,
+            "nli": getattr(self.nli, "source", None),
+        }
+
+
+def labelled_pair_triplets(pairs, task, seed=0):
+    """(anchor, positive, hard negative) triplets from labelled task pairs.
+
+    A pair labelled similar (binary tasks: 1; STS-B: ≥ 4 of 5) gives
+    (s1, s2) as anchor and positive; its hard negative is the second
+    sentence of a pair labelled dissimilar (0; STS-B: ≤ 1) with the same
+    first sentence when there is one (LCQMC, BQ: a question that looks
+    alike), else of a dissimilar pair drawn with `seed`.
+    """
+    low, high, binary = LABEL_SCALES[task]
+    positive_at = high if binary else high - 1
+    negative_at = low if binary else low + 1
+    dissimilar = [
+        (s1, s2)
+        for s1, s2, label in zip(pairs.sentences1, pairs.sentences2, pairs.scores)
+        if label <= negative_at
+    ]
+    if not dissimilar:
+        raise ValueError(
+            f"{pairs.source or task}: no pair labelled ≤ {negative_at}, so no "
+            "hard negatives for supervised SimCSE."
+        )
+    same_anchor = collections.defaultdict(list)
+    for s1, s2 in dissimilar:
+        same_anchor[s1].append(s2)
+    draw = random.Random(seed)
+    triplets = NLITriplets([], [], [])
+    for s1, s2, label in zip(pairs.sentences1, pairs.sentences2, pairs.scores):
+        if label < positive_at:
+            continue
+        negatives = same_anchor.get(s1) or [draw.choice(dissimilar)[1]]
+        triplets.anchors.append(s1)
+        triplets.entailments.append(s2)
+        triplets.contradictions.append(draw.choice(negatives))
+    return triplets
+
+
+class SupervisedSimCSEMethod(Method):
+    """Supervised SimCSE on NLI triplets, or on the task's train labels.
+
+    Args:
+        triplets: `kcse.datasets.NLITriplets` (e.g. `nli_triplets` of a
+            CNSD file), or None for `labelled_pair_triplets` of the task's
+            train split.
+        hard_negative_weight: float, added to each anchor's own hard
+            negative logit.
+    """
+
+    name = "sup_simcse"
+    title = "sup-SimCSE"
+
+    def __init__(self, triplets=None, hard_negative_weight=0.0):
+        self.triplets = triplets
+        self.hard_negative_weight = hard_negative_weight
+
+    def objective(self, encoder, protocol):
+        return SupervisedSimCSE(
+            encoder, protocol.temperature, self.hard_negative_weight
+        )
+
+    def training_data(self, data, protocol, task, seed, prefix):
+        triplets = self.triplets
+        if triplets is None:
+            triplets = labelled_pair_triplets(data["train"], task, seed)
+        columns = (triplets.anchors, triplets.entailments, triplets.contradictions)
+        return tuple([prefix + s for s in column] for column in columns), None
+
+    def settings(self):
+        return super().settings() | {
+            "hard_negative_weight": self.hard_negative_weight,
+            "triplets": "nli" if self.triplets is not None else "train labels",
+        }
+
+
+METHODS = {
+    method.name: method
+    for method in (SimCSEMethod, ConSERTMethod, SGOptMethod, SupervisedSimCSEMethod)
+}

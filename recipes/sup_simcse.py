@@ -1,0 +1,46 @@
+"""The Chinese comparison with supervised SimCSE in column c.
+
+The grid, data, protocols and results of `recipes/chinese_simcse.py`
+(`--help` lists them), with column c trained by supervised SimCSE on
+(anchor, positive, hard negative) triplets: from `--nli` (SNLI / CNSD JSON
+lines: entailment positive, contradiction hard negative) or, without it,
+from the task's labelled train pairs (`labelled_pair_triplets`: similar
+pairs as anchor/positive, a dissimilar pair's second sentence as hard
+negative). Labels of valid and test are never read, under any protocol.
+Hidden dropout 0.1 (BERT's, as princeton-nlp/SimCSE), temperature 0.05.
+
+    python recipes/sup_simcse.py
+    python recipes/sup_simcse.py --nli cnsd_snli_v1.0.train.jsonl --hard-negative-weight 0.5
+"""
+
+import pathlib
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+
+
+def main(argv=None):
+    from kcse.datasets.nli import nli_triplets
+    from kcse.experiments.comparison import comparison_parser
+    from kcse.experiments.comparison import run_comparison
+    from kcse.experiments.methods import SupervisedSimCSEMethod
+
+    parser = comparison_parser(__doc__, REPO / "runs" / "sup_simcse")
+    group = parser.add_argument_group("supervised SimCSE")
+    group.add_argument("--nli", type=pathlib.Path,
+                       help="SNLI / CNSD JSON-lines file (default: triplets "
+                       "from the task's train labels)")
+    group.add_argument("--hard-negative-weight", type=float, default=0.0)
+    args = parser.parse_args(argv)
+    try:
+        triplets = nli_triplets(args.nli) if args.nli else None
+    except (OSError, ValueError) as error:
+        parser.error(str(error))
+    return run_comparison(
+        args,
+        SupervisedSimCSEMethod(triplets, args.hard_negative_weight),
+        method_defaults={"hidden_dropout": 0.1},
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,169 @@
+import json
+
+import numpy as np
+import pytest
+
+import kcse
+from kcse.data import SentencePairs
+from kcse.experiments import methods
+from tiny_grid import recipe
+from tiny_grid import stsb_sample
+from tiny_grid import tiny_checkpoint
+from tiny_grid import write_task
+
+METHOD_RECIPES = {
+    "consert": ("consert", {"temperature": 0.1, "batch_size": 96}),
+    "sg_opt": ("sg_opt", {"temperature": 0.01, "batch_size": 16}),
+    "sup_simcse": ("sup_simcse", {"temperature": 0.05, "batch_size": 64}),
+}
+
+
+def run(name, tmp_path, model, *extra):
+    return recipe(name).main([
+        "--models", model, "--tasks", "STS-B", "--poolings", "P1",
+        "--data-dir", str(tmp_path / "data"), "--output", str(tmp_path / name),
+        "--sentences", "64", *extra,
+    ])
+
+
+@pytest.mark.parametrize("name", sorted(METHOD_RECIPES))
+def test_recipe_trains_its_method_on_the_shared_grid(name, tiny_setup, capsys):
+    tmp_path, model = tiny_setup
+    # A large step, so one batch visibly changes the random tiny model.
+    extra = ["--learning-rate", "1e-3"]
+    extra += ["--projection-dim", "32"] if name == "sg_opt" else []
+    run(name, tmp_path, model, *extra)
+    results = json.loads((tmp_path / name / "results.json").read_text())
+    assert list(results["cells"]) == [f"tiny_bert|P1|STS-B|su|{name}"]
+    cell = results["cells"][f"tiny_bert|P1|STS-B|su|{name}"]
+    assert cell["method"] == name and cell["published"] is None
+    assert cell["settings"]["hidden_dropout"] == 0.1
+    for setting, value in METHOD_RECIPES[name][1].items():
+        assert cell["settings"][setting] == value
+    train = kcse.data.read_pairs(tmp_path / "data" / "STS-B" / "STS-B.train.data")
+    expected = (
+        int(np.sum(train.scores >= 4)) if name == "sup_simcse" else 64
+    )
+    assert cell["training_samples"] == expected
+    assert np.isfinite(cell["trained"]["test"]["spearman"])
+    # Training changed the encoder: c differs from a.
+    assert cell["trained"]["test"]["spearman"] != cell["raw"]["test"]["spearman"]
+    first = capsys.readouterr().out
+    assert f"[1/1] tiny_bert|P1|STS-B|su|{name}" in first
+    assert "Su Jianlin's published" not in first  # Su's table is SimCSE's.
+    run(name, tmp_path, model, *extra)
+    assert "1 cell(s) already in" in capsys.readouterr().out
+
+
+def test_supervised_simcse_reads_train_labels_only(tiny_setup, monkeypatch):
+    tmp_path, model = tiny_setup
+    task_dir = tmp_path / "data" / "STS-B"
+    for split in ("valid", "test"):
+        path = task_dir / f"STS-B.{split}.data"
+        path.write_text(
+            path.read_text(encoding="utf-8")
+            + f"哨兵{split}一\t哨兵{split}二\t5\n哨兵{split}三\t哨兵{split}四\t0\n",
+            encoding="utf-8",
+        )
+    seen = []
+    original_fit = kcse.SupervisedSimCSE.fit
+    monkeypatch.setattr(
+        kcse.SupervisedSimCSE, "fit",
+        lambda self, x, **kw: seen.append(x) or original_fit(self, x, **kw),
+    )
+    run("sup_simcse", tmp_path, model)
+    (anchors, positives, negatives), = seen
+    assert not any("哨兵" in s for s in anchors + positives + negatives)
+    train = kcse.data.read_pairs(task_dir / "STS-B.train.data")
+    similar = {(a, b) for a, b, s in zip(train.sentences1, train.sentences2, train.scores) if s >= 4}
+    dissimilar = {b for a, b, s in zip(train.sentences1, train.sentences2, train.scores) if s <= 1}
+    assert set(zip(anchors, positives)) == similar
+    assert set(negatives) <= dissimilar
+
+
+def test_labelled_pair_triplets_prefer_a_dissimilar_pair_of_the_same_anchor():
+    pairs = SentencePairs(
+        ["q1", "q1", "q2", "q3", "q4"],
+        ["q1 again", "q1 lookalike", "q2 again", "other", "q4 again"],
+        np.array([1.0, 0.0, 1.0, 0.0, 0.0]),
+    )
+    triplets = methods.labelled_pair_triplets(pairs, "LCQMC", seed=3)
+    assert list(triplets) == [
+        ("q1", "q1 again", "q1 lookalike"),
+        ("q2", "q2 again", triplets.contradictions[1]),
+    ]
+    assert triplets.contradictions[1] in {"q1 lookalike", "other", "q4 again"}
+    # STS-B: ≥ 4 is similar, ≤ 1 dissimilar; 2-3 are neither.
+    sts = SentencePairs(["a", "b", "c"], ["a'", "b'", "c'"], np.array([4.0, 3.0, 1.0]))
+    assert list(methods.labelled_pair_triplets(sts, "STS-B")) == [("a", "a'", "c'")]
+    with pytest.raises(ValueError, match="no pair labelled ≤ 1"):
+        methods.labelled_pair_triplets(
+            SentencePairs(["a"], ["b"], np.array([5.0]), source="x.data"), "STS-B"
+        )
+
+
+def write_nli(path, sample):
+    """A JSON-lines NLI file from the sample's train sentences."""
+    pairs = sample["train"][:24]
+    labels = ["entailment", "neutral", "contradiction"]
+    lines = [
+        json.dumps({"sentence1": a, "sentence2": b, "gold_label": labels[i % 3]},
+                   ensure_ascii=False)
+        for i, (a, b, _) in enumerate(pairs)
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_consert_two_stage_mode_trains_on_nli_then_sentences(
+    tmp_path, shared_data, monkeypatch
+):
+    sample = stsb_sample(shared_data)
+    write_task(tmp_path / "data", "STS-B", sample, lambda label: int(label))
+    model = f"{tiny_checkpoint(tmp_path / 'tiny_bert', sample)}:bert"
+    nli = write_nli(tmp_path / "nli.jsonl", sample)
+    stages = []
+    original_fit = kcse.ConSERT.fit
+    monkeypatch.setattr(
+        kcse.ConSERT, "fit",
+        lambda self, x, y=None, **kw: stages.append((self.mode, x, y))
+        or original_fit(self, x, y=y, **kw),
+    )
+    run("consert", tmp_path, model, "--mode", "joint-unsup", "--nli", str(nli),
+        "--batch-size", "8", "--views", "token_cutoff:0.1,feature_cutoff:0.2")
+    (first, premises, labels), (second, sentences, none) = stages
+    assert first == "joint" and second == "unsup" and none is None
+    assert premises[0] == [a for a, _, _ in sample["train"][:24]]
+    np.testing.assert_array_equal(labels, np.arange(24) % 3)
+    assert len(sentences) == 64
+    cells = json.loads((tmp_path / "consert" / "results.json").read_text())["cells"]
+    cell = cells["tiny_bert|P1|STS-B|su|consert"]
+    assert cell["training_samples"] == 24 + 64
+    assert cell["settings"]["views"] == ["token_cutoff:0.1", "feature_cutoff:0.2"]
+    assert cell["settings"]["mode"] == "joint-unsup"
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["--mode", "joint"], "--mode joint trains on NLI pairs: give --nli FILE"),
+        (["--views", "shuffle,blur:0.1"], "Unknown view 'blur'"),
+        (["--views", "feature_cutoff:much,shuffle"], "'much' is not a number"),
+        (["--views", "shuffle"], "ConSERT needs two views"),
+        (["--mode", "sup", "--nli", "/no/such.jsonl"], "/no/such.jsonl"),
+    ],
+)
+def test_consert_recipe_refuses_bad_arguments(arguments, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        recipe("consert").main(arguments)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_parse_view_makes_the_layers():
+    assert methods.parse_view("none") is None
+    assert isinstance(methods.parse_view("shuffle"), kcse.layers.TokenShuffle)
+    cutoff = methods.parse_view("span_cutoff:0.3")
+    assert isinstance(cutoff, kcse.layers.SpanCutoff) and cutoff.rate == 0.3
+    with pytest.raises(ValueError, match="takes no value"):
+        methods.parse_view("shuffle:0.1")

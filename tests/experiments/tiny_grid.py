@@ -1,0 +1,56 @@
+"""A tiny comparison grid: real STS-B pairs and a random BERT checkpoint."""
+
+import importlib
+import pathlib
+import sys
+
+import kcse
+from checkpoints import TINY_CONFIG
+from checkpoints import checkpoint_arrays
+from checkpoints import write_checkpoint
+
+SPLIT_PAIRS = {"train": 76, "valid": 37, "test": 37}  # 300 sentences.
+
+
+def write_task(folder, task, pairs_by_split, scale):
+    """`<folder>/<task>/<task>.<split>.data` from (s1, s2, label) lists."""
+    (folder / task).mkdir(parents=True, exist_ok=True)
+    for split, pairs in pairs_by_split.items():
+        lines = [f"{a}\t{b}\t{scale(label)}" for a, b, label in pairs]
+        (folder / task / f"{task}.{split}.data").write_text(
+            "\n".join(lines) + "\n", encoding="utf-8"
+        )
+
+
+def stsb_sample(shared_data):
+    """The first pairs of the real Chinese STS-B splits (300 sentences)."""
+    sample = {}
+    for split, count in SPLIT_PAIRS.items():
+        pairs = kcse.data.read_pairs(
+            shared_data / "senteval_cn" / "STS-B" / f"STS-B.{split}.data"
+        )
+        sample[split] = list(
+            zip(pairs.sentences1[:count], pairs.sentences2[:count], pairs.scores[:count])
+        )
+    return sample
+
+
+def tiny_checkpoint(folder, sample):
+    """A random BERT in the original layout whose vocabulary covers `sample`."""
+    characters = sorted(
+        {c for pairs in sample.values() for a, b, _ in pairs for c in a + b}
+    )
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + characters
+    config = dict(TINY_CONFIG, vocab_size=len(vocabulary), max_position_embeddings=128)
+    arrays = checkpoint_arrays(config)
+    return write_checkpoint(folder, arrays, config, vocabulary)
+
+
+RECIPES = pathlib.Path(__file__).resolve().parents[2] / "recipes"
+
+
+def recipe(name):
+    """The module of `recipes/<name>.py`."""
+    if str(RECIPES) not in sys.path:
+        sys.path.insert(0, str(RECIPES))
+    return importlib.import_module(name)
