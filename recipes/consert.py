@@ -25,37 +25,10 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
 def main(argv=None):
-    from kcse.datasets.nli import read_nli
-    from kcse.experiments.comparison import comma_list
-    from kcse.experiments.comparison import comparison_parser
-    from kcse.experiments.comparison import run_comparison
-    from kcse.experiments.methods import CONSERT_MODES
-    from kcse.experiments.methods import ConSERTMethod
+    from kcse.experiments.comparison import recipe_main
 
-    parser = comparison_parser(__doc__, REPO / "runs" / "consert")
-    group = parser.add_argument_group("ConSERT")
-    group.add_argument("--views", type=comma_list,
-                       default=["shuffle", "feature_cutoff:0.2"],
-                       help="two views (default: shuffle,feature_cutoff:0.2)")
-    group.add_argument("--mode", choices=CONSERT_MODES, default="unsup")
-    group.add_argument("--nli", type=pathlib.Path,
-                       help="SNLI / CNSD JSON-lines file for the supervised modes")
-    group.add_argument("--contrastive-weight", type=float, default=1.0,
-                       help="α of the joint modes")
-    args = parser.parse_args(argv)
-    if args.mode != "unsup" and args.nli is None:
-        parser.error(f"--mode {args.mode} trains on NLI pairs: give --nli FILE")
-    try:
-        method = ConSERTMethod(
-            args.views, args.mode, read_nli(args.nli) if args.nli else None,
-            args.contrastive_weight,
-        )
-    except (OSError, ValueError) as error:
-        parser.error(str(error))
-    return run_comparison(
-        args,
-        method,
-        method_defaults={"temperature": 0.1, "batch_size": 96, "hidden_dropout": 0.1},
+    return recipe_main(
+        "consert", __doc__, REPO / "runs" / "consert", argv
     )
 
 

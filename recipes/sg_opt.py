@@ -17,22 +17,10 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
 def main(argv=None):
-    from kcse.experiments.comparison import comparison_parser
-    from kcse.experiments.comparison import run_comparison
-    from kcse.experiments.methods import SGOptMethod
+    from kcse.experiments.comparison import recipe_main
 
-    parser = comparison_parser(__doc__, REPO / "runs" / "sg_opt", poolings=("P1",))
-    group = parser.add_argument_group("SG-OPT")
-    group.add_argument("--projection-dim", type=int, default=4096,
-                       help="width of the projection head (4096)")
-    group.add_argument("--regularization", type=float, default=0.1,
-                       help="λ on Σ‖θ_T − θ_F‖² (0.1)")
-    args = parser.parse_args(argv)
-    return run_comparison(
-        args,
-        SGOptMethod(args.projection_dim, args.regularization),
-        method_defaults={"temperature": 0.01, "batch_size": 16,
-                         "learning_rate": 5e-5, "hidden_dropout": 0.1},
+    return recipe_main(
+        "sg_opt", __doc__, REPO / "runs" / "sg_opt", argv, poolings=("P1",)
     )
 
 

@@ -19,26 +19,10 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
 def main(argv=None):
-    from kcse.datasets.nli import nli_triplets
-    from kcse.experiments.comparison import comparison_parser
-    from kcse.experiments.comparison import run_comparison
-    from kcse.experiments.methods import SupervisedSimCSEMethod
+    from kcse.experiments.comparison import recipe_main
 
-    parser = comparison_parser(__doc__, REPO / "runs" / "sup_simcse")
-    group = parser.add_argument_group("supervised SimCSE")
-    group.add_argument("--nli", type=pathlib.Path,
-                       help="SNLI / CNSD JSON-lines file (default: triplets "
-                       "from the task's train labels)")
-    group.add_argument("--hard-negative-weight", type=float, default=0.0)
-    args = parser.parse_args(argv)
-    try:
-        triplets = nli_triplets(args.nli) if args.nli else None
-    except (OSError, ValueError) as error:
-        parser.error(str(error))
-    return run_comparison(
-        args,
-        SupervisedSimCSEMethod(triplets, args.hard_negative_weight),
-        method_defaults={"hidden_dropout": 0.1},
+    return recipe_main(
+        "sup_simcse", __doc__, REPO / "runs" / "sup_simcse", argv
     )
 
 

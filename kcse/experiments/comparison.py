@@ -17,26 +17,36 @@ from kcse.datasets.chinese import BUNDLED_CHINESE_STS
 from kcse.datasets.chinese import CHINESE_TASKS
 from kcse.datasets.chinese import read_chinese_task
 from kcse.experiments import grid
+from kcse.datasets.nli import nli_triplets
+from kcse.datasets.nli import read_nli
+from kcse.experiments.methods import CONSERT_MODES
+from kcse.experiments.methods import METHODS
+from kcse.experiments.methods import ConSERTMethod
+from kcse.experiments.methods import SGOptMethod
 from kcse.experiments.methods import SimCSEMethod
+from kcse.experiments.methods import SupervisedSimCSEMethod
 from kcse.experiments.protocols import PROTOCOLS
 from kcse.experiments.protocols import with_overrides
 from kcse.experiments.results import ResultStore
 from kcse.experiments.results import text_table
 
-# Training sentences per task of the default (CPU) run; Su's: 10,000.
+# The default (CPU) run: training sentences per task (Su's: 10,000) and
+# poolings (Su's: P1..P4), so that it fits 20 minutes on 2 CPU cores.
 DEFAULT_SENTENCES = 500
+DEFAULT_POOLINGS = ("P1", "P3")
+SU_POOLINGS = ["P1", "P2", "P3", "P4"]
 
 
 def comma_list(text):
     return [item.strip() for item in text.split(",") if item.strip()]
 
 
-def comparison_parser(doc, output, poolings=("P1", "P2", "P3", "P4")):
+def comparison_parser(doc, output, poolings=DEFAULT_POOLINGS):
     """The recipes' shared arguments; `doc` is the recipe's docstring.
 
     `output` is the default results folder; `poolings` the default ones.
     The training settings default to None: the protocol's, or the
-    recipe's `method_defaults` in `run_comparison`.
+    method's `protocol_defaults`.
     """
     parser = argparse.ArgumentParser(
         description=doc.split("\n\n")[0],
@@ -50,8 +60,8 @@ def comparison_parser(doc, output, poolings=("P1", "P2", "P3", "P4")):
                        "--checkpoint-root, e5-small, a keras-hub preset, a local "
                        "folder, or PATH:family (default: e5-small)")
     group.add_argument("--poolings", type=comma_list, default=list(poolings),
-                       help=f"P1..P4 (default: {','.join(poolings)}; P2 is skipped "
-                       "without a pooler)")
+                       help=f"P1..P4 (default: {','.join(poolings)}; Su: "
+                       "P1,P2,P3,P4; P2 is skipped without a pooler)")
     group.add_argument("--tasks", type=comma_list, default=["STS-B"],
                        help="ATEC, BQ, LCQMC, PAWSX, STS-B (default: STS-B)")
     group.add_argument("--protocol", choices=sorted(PROTOCOLS), default="su")
@@ -65,8 +75,17 @@ def comparison_parser(doc, output, poolings=("P1", "P2", "P3", "P4")):
     group.add_argument("--plot", action="store_true",
                        help="a PNG per cell: gold vs cosine, raw and trained "
                        "(needs matplotlib)")
+    add_training_arguments(parser)
+    group.add_argument("--trained-splits", type=comma_list,
+                       help="splits column c is scored on (default: "
+                       "test; a and b are scored on every split)")
+    return parser
+
+
+def add_training_arguments(parser):
+    """The protocol's settings, as flags (None: the protocol's or method's)."""
     settings = parser.add_argument_group(
-        "training (defaults: the protocol's, i.e. Su's, unless the recipe says)")
+        "training (defaults: the protocol's, i.e. Su's, unless the method's differ)")
     settings.add_argument("--sentences", type=int, default=DEFAULT_SENTENCES,
                           help="unlabelled training sentences per task (Su: "
                           "10000; PAWSX always uses all; default "
@@ -81,15 +100,60 @@ def comparison_parser(doc, output, poolings=("P1", "P2", "P3", "P4")):
     settings.add_argument("--long-max-length", type=int, help="PAWSX's (Su: 128)")
     settings.add_argument("--eval-every", type=int,
                           help="steps between valid scores (clean protocol)")
-    settings.add_argument("--trained-splits", type=comma_list,
-                          help="splits column c is scored on (default: "
-                          "test; a and b are scored on every split)")
-    return parser
 
 
-def protocol_from_args(args, method_defaults=None):
-    """The protocol named by `args`, with the recipe's then the user's settings."""
-    protocol = with_overrides(PROTOCOLS[args.protocol], **(method_defaults or {}))
+def add_method_arguments(parser, names):
+    """The flags of the methods `names` (keys of `methods.METHODS`)."""
+    if "consert" in names:
+        group = parser.add_argument_group("ConSERT")
+        group.add_argument("--views", type=comma_list,
+                           default=["shuffle", "feature_cutoff:0.2"],
+                           help="two views: none, shuffle, token_cutoff:R, "
+                           "feature_cutoff:R, span_cutoff:R, dropout:R, "
+                           "adversarial:NORM (default: shuffle,feature_cutoff:0.2)")
+        group.add_argument("--mode", choices=CONSERT_MODES, default="unsup")
+        group.add_argument("--contrastive-weight", type=float, default=1.0,
+                           help="α of the joint modes")
+    if "sg_opt" in names:
+        group = parser.add_argument_group("SG-OPT")
+        group.add_argument("--projection-dim", type=int, default=4096,
+                           help="width of the projection head (4096)")
+        group.add_argument("--regularization", type=float, default=0.1,
+                           help="λ on Σ‖θ_T − θ_F‖² (0.1)")
+    if "sup_simcse" in names:
+        group = parser.add_argument_group("supervised SimCSE")
+        group.add_argument("--hard-negative-weight", type=float, default=0.0)
+    if {"consert", "sup_simcse"} & set(names):
+        parser.add_argument(
+            "--nli", type=pathlib.Path,
+            help="SNLI / CNSD JSON-lines file: ConSERT's supervised modes; "
+            "supervised SimCSE's triplets (default: from the task's train labels)")
+
+
+def method_from_args(name, args):
+    """The method `name` built from its flags (`add_method_arguments`).
+
+    Raises ValueError (or OSError for an unreadable `--nli`) naming the
+    problem.
+    """
+    if name == "consert":
+        if args.mode != "unsup" and args.nli is None:
+            raise ValueError(f"--mode {args.mode} trains on NLI pairs: give --nli FILE")
+        nli = read_nli(args.nli) if args.nli else None
+        return ConSERTMethod(args.views, args.mode, nli, args.contrastive_weight)
+    if name == "sg_opt":
+        return SGOptMethod(args.projection_dim, args.regularization)
+    if name == "sup_simcse":
+        triplets = nli_triplets(args.nli) if args.nli else None
+        return SupervisedSimCSEMethod(triplets, args.hard_negative_weight)
+    if name == "simcse":
+        return SimCSEMethod()
+    raise ValueError(f"unknown method {name!r}; choose from {', '.join(METHODS)}")
+
+
+def protocol_from_args(args, method):
+    """The protocol named by `args`, with the method's then the user's settings."""
+    protocol = with_overrides(PROTOCOLS[args.protocol], **method.protocol_defaults)
     return with_overrides(
         protocol,
         max_sentences=args.sentences,
@@ -102,19 +166,18 @@ def protocol_from_args(args, method_defaults=None):
         max_length=args.max_length,
         long_max_length=args.long_max_length,
         eval_every=args.eval_every,
-        trained_splits=tuple(args.trained_splits) if args.trained_splits else None,
+        trained_splits=tuple(getattr(args, "trained_splits", None) or ()) or None,
     )
 
 
-def run_comparison(args, method=None, method_defaults=None, log=print):
+def run_comparison(args, method=None, log=print):
     """Runs the grid `args` describe with `method` (default: SimCSE).
 
-    `method_defaults` are protocol settings of the method (e.g. ConSERT's
-    temperature 0.1) that the user's flags still override. Returns the
-    `ResultStore`.
+    The method's `protocol_defaults` (e.g. ConSERT's temperature 0.1) apply
+    before the user's flags. Returns the `ResultStore`.
     """
     method = method or SimCSEMethod()
-    protocol = protocol_from_args(args, method_defaults)
+    protocol = protocol_from_args(args, method)
     if args.plot:
         try:
             import matplotlib  # noqa: F401
@@ -140,7 +203,9 @@ def run_comparison(args, method=None, method_defaults=None, log=print):
     log(f"kcse Chinese comparison, {method.title}, protocol {protocol.name}: "
         f"{sentences} training sentences per task"
         f"{' (Su: 10000; pass --sentences 10000)' if sentences != 10000 else ''}, "
-        f"poolings {','.join(args.poolings)}, batch {protocol.batch_size}, "
+        f"poolings {','.join(args.poolings)}"
+        f"{' (Su: P1,P2,P3,P4)' if args.poolings != SU_POOLINGS else ''}, "
+        f"batch {protocol.batch_size}, "
         f"lr {protocol.learning_rate}, dropout {protocol.hidden_dropout}, "
         f"temperature {protocol.temperature}, max length {protocol.max_length}, "
         f"data {data_dir}, "
@@ -162,3 +227,15 @@ def run_comparison(args, method=None, method_defaults=None, log=print):
     log(f"wrote {store.json_path} and {store.markdown_path} "
         f"({time.time() - start:.0f} s)")
     return store
+
+
+def recipe_main(method_name, doc, output, argv=None, poolings=DEFAULT_POOLINGS):
+    """A comparison recipe's `main`: its method's flags, then the grid."""
+    parser = comparison_parser(doc, output, poolings)
+    add_method_arguments(parser, [method_name])
+    args = parser.parse_args(argv)
+    try:
+        method = method_from_args(method_name, args)
+    except (OSError, ValueError) as error:
+        parser.error(str(error))
+    return run_comparison(args, method)

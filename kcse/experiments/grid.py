@@ -157,6 +157,23 @@ def score_splits(data, vectors, transform=None):
     return scores
 
 
+def valid_selection(encoder, data, protocol, prefix, batch_size=64):
+    """Callbacks keeping the best step on valid, if the protocol says so."""
+    if not protocol.select_on_valid:
+        return []
+    valid = data["valid"]
+    return [
+        STSEvaluator(
+            encoder,
+            ([prefix + s for s in valid.sentences1],
+             [prefix + s for s in valid.sentences2], valid.scores),
+            every_n_steps=protocol.eval_every,
+            batch_size=batch_size,
+            restore_best_weights=True,
+        )
+    ]
+
+
 def run_cell(spec, encoder, pooling, task, data, raw_vectors, protocol, seed,
              method, encode_batch_size=64, plot_dir=None):
     """One cell: a raw, b whitened and c `method`-trained scores per split.
@@ -185,21 +202,9 @@ def run_cell(spec, encoder, pooling, task, data, raw_vectors, protocol, seed,
     )
 
     set_hidden_dropout(encoder.backbone, protocol.hidden_dropout)
-    callbacks = []
-    if protocol.select_on_valid:
-        valid = data["valid"]
-        callbacks.append(
-            STSEvaluator(
-                encoder,
-                ([spec.prefix + s for s in valid.sentences1],
-                 [spec.prefix + s for s in valid.sentences2], valid.scores),
-                every_n_steps=protocol.eval_every,
-                batch_size=encode_batch_size,
-                restore_best_weights=True,
-            )
-        )
     training_samples = method.train(
-        encoder, data, protocol, task, seed, spec.prefix, callbacks
+        encoder, data, protocol, task, seed, spec.prefix,
+        valid_selection(encoder, data, protocol, spec.prefix, encode_batch_size),
     )
     trained_vectors = encode_splits(
         encoder, encoder.preprocessor, data, spec.prefix, encode_batch_size,

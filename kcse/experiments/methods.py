@@ -35,13 +35,16 @@ from kcse.supervised_simcse import SupervisedSimCSE
 class Method:
     """A training method of column c.
 
-    Subclasses set `name` (in results keys) and `title` (in tables) and
-    define `objective(encoder, protocol)`; `training_data` gives `fit`'s
-    `(x, y)` (default: the protocol's unlabelled sentences).
+    Subclasses set `name` (in results keys), `title` (in tables) and
+    `protocol_defaults` (their paper's settings, e.g. temperature, applied
+    to the protocol before the user's), and define `objective(encoder,
+    protocol)`; `training_data` gives `fit`'s `(x, y)` (default: the
+    protocol's unlabelled sentences).
     """
 
     name = None
     title = None
+    protocol_defaults = {}
 
     def objective(self, encoder, protocol):
         raise NotImplementedError
@@ -51,10 +54,14 @@ class Method:
         sentences = training_sentences(data, protocol, task, seed)
         return [prefix + s for s in sentences], None
 
-    def train(self, encoder, data, protocol, task, seed, prefix, callbacks=()):
-        """Trains `encoder` in place; returns the number of training samples."""
+    def train(self, encoder, data, protocol, task, seed, prefix, callbacks=(),
+              verbose=0):
+        """Trains `encoder` in place; returns the number of training samples.
+
+        `verbose` is `fit`'s (0 silent, "auto" a progress bar).
+        """
         x, y = self.training_data(data, protocol, task, seed, prefix)
-        fit(self.objective(encoder, protocol), x, y, protocol, callbacks)
+        fit(self.objective(encoder, protocol), x, y, protocol, callbacks, verbose)
         return len(x[0]) if isinstance(x, tuple) else len(x)
 
     def settings(self):
@@ -62,8 +69,8 @@ class Method:
         return {"method": self.name}
 
 
-def fit(objective, x, y, protocol, callbacks=()):
-    """Compiles `objective` with the protocol's Adam and fits it quietly."""
+def fit(objective, x, y, protocol, callbacks=(), verbose=0):
+    """Compiles `objective` with the protocol's Adam and fits it."""
     objective.compile(optimizer=keras.optimizers.Adam(protocol.learning_rate))
     objective.fit(
         x,
@@ -71,7 +78,7 @@ def fit(objective, x, y, protocol, callbacks=()):
         batch_size=protocol.batch_size,
         epochs=protocol.epochs,
         callbacks=list(callbacks),
-        verbose=0,
+        verbose=verbose,
     )
 
 
@@ -90,6 +97,9 @@ class SGOptMethod(Method):
 
     name = "sg_opt"
     title = "SG-OPT"
+    # SG-OPT's temperature, batch and lr; BERT's own dropout.
+    protocol_defaults = {"temperature": 0.01, "batch_size": 16,
+                         "learning_rate": 5e-5, "hidden_dropout": 0.1}
 
     def __init__(self, projection_dim=4096, regularization=0.1):
         self.projection_dim = projection_dim
@@ -160,6 +170,9 @@ class ConSERTMethod(Method):
 
     name = "consert"
     title = "ConSERT"
+    # ConSERT's temperature and batch; BERT's own dropout. (Its lr for
+    # BERT-base, 5e-7, is left to the user: the protocol's is 1e-5.)
+    protocol_defaults = {"temperature": 0.1, "batch_size": 96, "hidden_dropout": 0.1}
 
     def __init__(self, views=("shuffle", "feature_cutoff:0.2"), mode="unsup",
                  nli=None, contrastive_weight=1.0):
@@ -186,7 +199,8 @@ class ConSERTMethod(Method):
             contrastive_weight=self.contrastive_weight,
         )
 
-    def train(self, encoder, data, protocol, task, seed, prefix, callbacks=()):
+    def train(self, encoder, data, protocol, task, seed, prefix, callbacks=(),
+              verbose=0):
         count = 0
         supervised, _, then = self.mode.partition("-")
         if supervised != "unsup":
@@ -195,11 +209,11 @@ class ConSERTMethod(Method):
                 for side in (self.nli.sentences1, self.nli.sentences2)
             )
             fit(self.objective(encoder, protocol, supervised), x,
-                self.nli.labels, protocol)
+                self.nli.labels, protocol, verbose=verbose)
             count += len(self.nli)
         if supervised == "unsup" or then == "unsup":
             count += super().train(encoder, data, protocol, task, seed, prefix,
-                                   callbacks)
+                                   callbacks, verbose)
         return count
 
     def settings(self):
@@ -261,6 +275,7 @@ class SupervisedSimCSEMethod(Method):
 
     name = "sup_simcse"
     title = "sup-SimCSE"
+    protocol_defaults = {"hidden_dropout": 0.1}  # BERT's, as princeton-nlp.
 
     def __init__(self, triplets=None, hard_negative_weight=0.0):
         self.triplets = triplets

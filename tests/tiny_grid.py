@@ -46,7 +46,7 @@ def tiny_checkpoint(folder, sample):
     return write_checkpoint(folder, arrays, config, vocabulary)
 
 
-RECIPES = pathlib.Path(__file__).resolve().parents[2] / "recipes"
+RECIPES = pathlib.Path(__file__).resolve().parents[1] / "recipes"
 
 
 def recipe(name):
