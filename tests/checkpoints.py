@@ -5,6 +5,7 @@ import pathlib
 
 import numpy as np
 import tensorflow as tf
+from conftest import tiny_vocabulary
 
 TINY_CONFIG = {
     "vocab_size": 40,
@@ -80,3 +81,17 @@ def write_checkpoint(folder, arrays, config, vocabulary):
         tensors=[tf.constant(arrays[name]) for name in names],
     )
     return folder
+
+
+# A vocabulary of English words and CJK characters, and sentences in it.
+VOCABULARY = tiny_vocabulary() + [chr(0x4E00 + i) for i in range(21)]
+SENTENCES = ["the cat sat on the mat", "一丁丂七", "a dog 丄丅 ran", "blue"]
+
+
+def write_family(tmp_path, family, pooler=True, config=None):
+    """A random checkpoint folder of a kcse family, in its original layout."""
+    config = dict(config or TINY_CONFIG)
+    arrays = checkpoint_arrays(
+        config, position_embeddings=family not in ("nezha", "roformer"), pooler=pooler
+    )
+    return write_checkpoint(tmp_path / family, arrays, config, VOCABULARY)

