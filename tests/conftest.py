@@ -54,7 +54,7 @@ def two_cpu_strategy():
     return strategy
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def shared_data():
     if not SHARED_DATA.is_dir():
         pytest.skip(f"shared data not found at {SHARED_DATA}")

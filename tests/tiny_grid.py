@@ -46,6 +46,14 @@ def tiny_checkpoint(folder, sample):
     return write_checkpoint(folder, arrays, config, vocabulary)
 
 
+def plant_sentinels(task_dir, task, labels):
+    """Appends a pair per label, made of "哨兵" (sentinel) words, to valid and test."""
+    for split in ("valid", "test"):
+        path = task_dir / f"{task}.{split}.data"
+        rows = [f"哨兵{split}{i}一\t哨兵{split}{i}二\t{label}\n" for i, label in enumerate(labels)]
+        path.write_text(path.read_text(encoding="utf-8") + "".join(rows), encoding="utf-8")
+
+
 RECIPES = pathlib.Path(__file__).resolve().parents[1] / "recipes"
 
 

@@ -10,6 +10,7 @@ from kcse.experiments.protocols import PROTOCOLS
 from kcse.experiments.protocols import with_overrides
 from kcse.experiments.results import ResultStore
 from tiny_grid import SPLIT_PAIRS
+from tiny_grid import plant_sentinels
 from tiny_grid import recipe
 from tiny_grid import stsb_sample
 from tiny_grid import tiny_checkpoint
@@ -110,13 +111,7 @@ def test_clean_protocol_never_trains_or_whitens_on_valid_or_test(
 ):
     tmp_path, model = tiny_setup
     task_dir = tmp_path / "data" / "STS-B"
-    for split in ("valid", "test"):
-        path = task_dir / f"STS-B.{split}.data"
-        path.write_text(
-            path.read_text(encoding="utf-8")
-            + f"哨兵{split}一\t哨兵{split}二\t3\n",
-            encoding="utf-8",
-        )
+    plant_sentinels(task_dir, "STS-B", [3])
     trained, whitened = [], []
     original_fit = kcse.SimCSE.fit
     original_adapt = kcse.layers.Whitening.adapt

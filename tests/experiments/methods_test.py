@@ -6,6 +6,7 @@ import pytest
 import kcse
 from kcse.data import SentencePairs
 from kcse.experiments import methods
+from tiny_grid import plant_sentinels
 from tiny_grid import recipe
 from tiny_grid import stsb_sample
 from tiny_grid import tiny_checkpoint
@@ -58,13 +59,7 @@ def test_recipe_trains_its_method_on_the_shared_grid(name, tiny_setup, capsys):
 def test_supervised_simcse_reads_train_labels_only(tiny_setup, monkeypatch):
     tmp_path, model = tiny_setup
     task_dir = tmp_path / "data" / "STS-B"
-    for split in ("valid", "test"):
-        path = task_dir / f"STS-B.{split}.data"
-        path.write_text(
-            path.read_text(encoding="utf-8")
-            + f"哨兵{split}一\t哨兵{split}二\t5\n哨兵{split}三\t哨兵{split}四\t0\n",
-            encoding="utf-8",
-        )
+    plant_sentinels(task_dir, "STS-B", [5, 0])
     seen = []
     original_fit = kcse.SupervisedSimCSE.fit
     monkeypatch.setattr(
