@@ -80,6 +80,8 @@ def export_saved_model(encoder, path, normalize=None):
     module = tf.Module()
     # The backing tf.Variables, once each; nothing else holds weights.
     module.weights = [variable.value for variable in encoder.weights]
+    # Tokenizer resources the string signature captures (SentencePiece).
+    module.text_resources = text_resources(encoder.preprocessor)
     signatures = {IDS_SIGNATURE: encode_ids.get_concrete_function()}
     reason = strings_unsupported(encoder)
     if reason is None:
@@ -94,6 +96,20 @@ def export_saved_model(encoder, path, normalize=None):
               f"{reason}. Clients send token ids to {IDS_SIGNATURE!r}.")
     tf.saved_model.save(module, str(pathlib.Path(path)), signatures=signatures)
     return sorted(signatures)
+
+
+def text_resources(preprocessor):
+    """The TensorFlow Text tokenizers (tf.Modules) inside a preprocessor."""
+    import tensorflow as tf
+
+    if preprocessor is None:
+        return []
+    return [
+        value
+        for layer in preprocessor._flatten_layers()
+        for value in vars(layer).values()
+        if isinstance(value, tf.Module)
+    ]
 
 
 def strings_unsupported(encoder):
