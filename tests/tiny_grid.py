@@ -4,6 +4,8 @@ import importlib
 import pathlib
 import sys
 
+import pytest
+
 import kcse
 from checkpoints import TINY_CONFIG
 from checkpoints import checkpoint_arrays
@@ -44,6 +46,15 @@ def tiny_checkpoint(folder, sample):
     config = dict(TINY_CONFIG, vocab_size=len(vocabulary), max_position_embeddings=128)
     arrays = checkpoint_arrays(config)
     return write_checkpoint(folder, arrays, config, vocabulary)
+
+
+@pytest.fixture
+def tiny_setup(tmp_path, shared_data):
+    """A task folder of real STS-B pairs and a tiny checkpoint model name."""
+    sample = stsb_sample(shared_data)
+    write_task(tmp_path / "data", "STS-B", sample, lambda label: int(label))
+    checkpoint = tiny_checkpoint(tmp_path / "tiny_bert", sample)
+    return tmp_path, f"{checkpoint}:bert"
 
 
 def plant_sentinels(task_dir, task, labels):

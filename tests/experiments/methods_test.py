@@ -10,6 +10,7 @@ from tiny_grid import plant_sentinels
 from tiny_grid import recipe
 from tiny_grid import stsb_sample
 from tiny_grid import tiny_checkpoint
+from tiny_grid import tiny_setup  # noqa: F401 (a fixture)
 from tiny_grid import write_task
 
 METHOD_RECIPES = {
