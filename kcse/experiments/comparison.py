@@ -100,6 +100,9 @@ def add_training_arguments(parser):
     settings.add_argument("--long-max-length", type=int, help="PAWSX's (Su: 128)")
     settings.add_argument("--eval-every", type=int,
                           help="steps between valid scores (clean protocol)")
+    settings.add_argument("--select-on-valid", action=argparse.BooleanOptionalAction,
+                          help="keep the best step on valid (default: the "
+                          "protocol's: clean yes, su no)")
 
 
 def add_method_arguments(parser, names):
@@ -166,6 +169,7 @@ def protocol_from_args(args, method):
         max_length=args.max_length,
         long_max_length=args.long_max_length,
         eval_every=args.eval_every,
+        select_on_valid=args.select_on_valid,
         trained_splits=tuple(getattr(args, "trained_splits", None) or ()) or None,
     )
 

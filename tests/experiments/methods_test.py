@@ -163,3 +163,19 @@ def test_parse_view_makes_the_layers():
     assert isinstance(cutoff, kcse.layers.SpanCutoff) and cutoff.rate == 0.3
     with pytest.raises(ValueError, match="takes no value"):
         methods.parse_view("shuffle:0.1")
+
+
+def test_protocol_takes_the_method_defaults_then_the_flags():
+    from kcse.experiments import comparison
+
+    parser = comparison.comparison_parser("doc\n\nmore", "out")
+    args = parser.parse_args(["--protocol", "clean", "--batch-size", "8",
+                              "--no-select-on-valid"])
+    protocol = comparison.protocol_from_args(args, methods.ConSERTMethod())
+    assert protocol.temperature == 0.1 and protocol.hidden_dropout == 0.1  # ConSERT's
+    assert protocol.batch_size == 8 and not protocol.select_on_valid  # the user's
+    assert protocol.training_splits == ("train",) and protocol.max_sentences == 500
+    default = comparison.protocol_from_args(parser.parse_args([]), methods.SimCSEMethod())
+    assert default == comparison.with_overrides(
+        comparison.PROTOCOLS["su"], max_sentences=500
+    )
