@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import kcse
+from kcse import cli
 from tiny_grid import stsb_sample
 from tiny_grid import tiny_checkpoint
 from tiny_grid import write_task
@@ -113,8 +114,11 @@ def test_export_writes_both_signatures(trained):
 
 
 @pytest.mark.parametrize("command", ["train", "evaluate", "encode", "export"])
-def test_help(command):
-    out = assert_ok(kcse_command(command, "--help"))
+def test_help(command, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([command, "--help"])
+    out = capsys.readouterr().out
+    assert exit_info.value.code == 0
     assert "--model" in out and f"usage: kcse {command}" in out
 
 
@@ -157,9 +161,7 @@ def bad_inputs(folder, model):
 
 
 @pytest.mark.parametrize(
-    "case",
-    ["missing file", "missing model file", "empty file", "malformed pair line",
-     "malformed jsonl line", "unknown model", "unknown method", "bad view"],
+    "case", ["missing file", "empty file", "malformed pair line", "unknown model"]
 )
 def test_bad_input_exits_with_one_line(trained, case):
     folder, model, _ = trained
@@ -169,3 +171,17 @@ def test_bad_input_exits_with_one_line(trained, case):
     assert "Traceback" not in run.stderr
     last = run.stderr.strip().splitlines()[-1]
     assert last.startswith(f"kcse {arguments[0]}: error: ") and message in last, run.stderr
+
+
+@pytest.mark.parametrize(
+    "case", ["missing model file", "malformed jsonl line", "unknown method", "bad view"]
+)
+def test_more_bad_inputs_in_process(trained, case, capsys):
+    # The same `main` as the console script (`sys.exit(main())`), without
+    # a process start each.
+    folder, model, _ = trained
+    arguments, message = bad_inputs(folder, model)[case]
+    assert cli.main([str(argument) for argument in arguments]) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1
+    assert error.startswith(f"kcse {arguments[0]}: error: ") and message in error
