@@ -239,8 +239,11 @@ def run_train(args):
         data = {split: read_chinese_task(data_dir, args.task, split) for split in SPLITS}
     except (OSError, ValueError) as error:
         raise UsageError(one_line(error, data_dir)) from None
-    encoder, prefix = load_encoder(args, args.max_length or protocol.sequence_length(args.task))
+    # Seed first: tf.random.set_seed clears TensorFlow's kernel caches, which
+    # drops resources tokenizers already made (SentencePiece: "Resource
+    # _0_SentencepieceOp does not exist" when training starts).
     keras.utils.set_random_seed(args.seed)
+    encoder, prefix = load_encoder(args, args.max_length or protocol.sequence_length(args.task))
 
     def test_spearman():
         test = data["test"]
