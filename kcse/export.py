@@ -36,6 +36,19 @@ def export_saved_model(encoder, path, normalize=None):
 
     Returns:
         The list of signature names written.
+
+    Example:
+    ```python
+    encoder = kcse.SentenceEncoder.from_preset(
+        "multilingual_e5_small", pooling="last_avg"
+    )
+    encoder.export("serving/e5/1")  # ["encode_ids", "serving_default"]
+
+    # Elsewhere, TensorFlow only:
+    import tensorflow as tf, tensorflow_text  # noqa: F401
+    served = tf.saved_model.load("serving/e5/1").signatures["serving_default"]
+    vectors = served(texts=tf.constant(["query: 一个女孩在梳头。"]))["embedding"]
+    ```
     """
     if keras.config.backend() != "tensorflow":
         raise RuntimeError(

@@ -15,6 +15,22 @@ the cell's encoder and gives it its training data under the protocol:
 Unlabelled sentences follow the protocol (`su`: every split, `clean`: train
 only). Labels are only ever read from the train split or an NLI file, under
 every protocol.
+
+Example (one cell of ConSERT on the bundled Chinese STS-B):
+```python
+from kcse.experiments import grid, methods
+from kcse.experiments.protocols import PROTOCOLS, with_overrides
+from kcse.experiments.results import ResultStore
+
+store = grid.run_grid(
+    ["e5-small"], ["P3"], ["STS-B"],
+    lambda task, split: kcse.datasets.read_chinese_task(
+        kcse.datasets.BUNDLED_CHINESE_STS, task, split),
+    with_overrides(PROTOCOLS["clean"], max_sentences=256, temperature=0.1),
+    ResultStore("runs/consert"),
+    method=methods.ConSERTMethod(views=("shuffle", "token_cutoff:0.1")),
+)
+```
 """
 
 import collections
