@@ -1,8 +1,11 @@
 """SavedModel export of a `SentenceEncoder`, for TensorFlow Serving."""
 
 import pathlib
+import shutil
 
 import keras
+
+from kcse import atomic_files
 
 # The signatures of an exported encoder.
 STRINGS_SIGNATURE = "serving_default"
@@ -10,7 +13,7 @@ IDS_SIGNATURE = "encode_ids"
 OUTPUT = "embedding"
 
 
-def export_saved_model(encoder, path, normalize=None):
+def export_saved_model(encoder, path, normalize=None, overwrite=True):
     """Writes `encoder` as a TF SavedModel with two signatures.
 
     - `serving_default`: `texts`, a batch of strings `[None]`; the
@@ -29,6 +32,12 @@ def export_saved_model(encoder, path, normalize=None):
     stored once, so the SavedModel is about the size of the weights (Keras'
     own `export` stores them twice). Prefixes a model expects (E5:
     `"query: "`) are the client's to add, as with the encoder.
+
+    The SavedModel is written to a temporary folder beside `path`, then
+    swapped into place (`kcse.atomic_files.replace_directory`), so a kill
+    during the export leaves the previous folder intact. With
+    `overwrite=False`, a non-empty folder at `path` raises
+    `FileExistsError` before anything is written.
 
     Runs on the TensorFlow backend; a model trained on JAX is exported by
     loading its `.keras` file in a TensorFlow process
@@ -59,6 +68,9 @@ def export_saved_model(encoder, path, normalize=None):
         )
     import tensorflow as tf
 
+    path = pathlib.Path(path)
+    if not overwrite and path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise FileExistsError(f"{path} exists and is not empty; pass overwrite=True to replace it.")
     if normalize is None:
         normalize = encoder.normalize
     if encoder.normalize and not normalize:
@@ -107,7 +119,13 @@ def export_saved_model(encoder, path, normalize=None):
     else:
         print(f"kcse export: no {STRINGS_SIGNATURE!r} (strings) signature: "
               f"{reason}. Clients send token ids to {IDS_SIGNATURE!r}.")
-    tf.saved_model.save(module, str(pathlib.Path(path)), signatures=signatures)
+    temporary = atomic_files.temporary_sibling(path, directory=True)
+    try:
+        tf.saved_model.save(module, str(temporary), signatures=signatures)
+        atomic_files.replace_directory(temporary, path)
+    except BaseException:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise
     return sorted(signatures)
 
 

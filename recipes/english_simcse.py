@@ -14,7 +14,6 @@ can be any keras-hub preset or local folder (`--model`). Results go to
 """
 
 import argparse
-import json
 import pathlib
 import random
 import sys
@@ -92,6 +91,7 @@ def main(argv=None):
     import keras
 
     import kcse
+    from kcse import atomic_files
 
     keras.utils.set_random_seed(args.seed)
     model = args.model or default_model()
@@ -142,7 +142,6 @@ def main(argv=None):
     print("(after = the best dev checkpoint, scored every "
           f"{args.eval_every} steps)")
 
-    args.output.mkdir(parents=True, exist_ok=True)
     encoder.save(args.output / "encoder.keras")
     results = {
         "arguments": {k: str(v) for k, v in vars(args).items()},
@@ -153,7 +152,7 @@ def main(argv=None):
         "after": after,
         "dev_history": evaluator.history,
     }
-    (args.output / "results.json").write_text(json.dumps(results, indent=2))
+    atomic_files.write_json(args.output / "results.json", results)
     print(f"wrote {args.output / 'results.json'} and encoder.keras")
 
 
