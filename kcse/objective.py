@@ -1,7 +1,11 @@
 """The base of every training objective: a Task wrapping a SentenceEncoder."""
 
+import math
+import random
+
 import keras
 import keras_hub
+import numpy as np
 import tensorflow as tf
 from keras import ops
 
@@ -18,10 +22,32 @@ def training_dataset(x, y=None, sample_weight=None, batch_size=None, shuffle=Tru
         samples = keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
     dataset = tf.data.Dataset.from_tensor_slices(samples)
     if shuffle:
-        dataset = dataset.shuffle(
-            int(dataset.cardinality()), reshuffle_each_iteration=True
-        )
+        dataset = reshuffled(dataset)
     return dataset.batch(batch_size or 32)
+
+
+def reshuffled(dataset):
+    """`dataset` (finite, in memory) in a new random order at every epoch.
+
+    The orders are numpy permutations from a generator seeded by Python's
+    `random` (which `keras.utils.set_random_seed` and
+    `kcse.experiments.methods.seed_run` seed), so they depend on that seed
+    only: not on TensorFlow's global seed or on how many random ops the
+    process made before, as `Dataset.shuffle`'s would.
+    """
+    count = int(dataset.cardinality())
+    columns = dataset.batch(max(count, 1)).get_single_element()
+    generator = np.random.default_rng(random.randrange(2**63))
+
+    def order():
+        yield generator.permutation(count)
+
+    indices = tf.data.Dataset.from_generator(
+        order, output_signature=tf.TensorSpec((count,), tf.int64)
+    ).unbatch()
+    return indices.map(
+        lambda i: tf.nest.map_structure(lambda column: tf.gather(column, i), columns)
+    ).apply(tf.data.experimental.assert_cardinality(count))
 
 
 def trim_padding(features, multiple=8):
@@ -44,6 +70,35 @@ def trim_padding(features, multiple=8):
         else value[..., :length]
         for key, value in features.items()
     }
+
+
+class NonFiniteLossError(RuntimeError):
+    """Training stopped: the loss became NaN or infinite at `step`."""
+
+    def __init__(self, step, loss):
+        super().__init__(
+            f"the training loss became {loss} at step {step}; training stopped"
+        )
+        self.step = step
+        self.loss = loss
+
+
+class StopOnNonFiniteLoss(keras.callbacks.Callback):
+    """Raises `NonFiniteLossError` at the first step whose loss is NaN/Inf.
+
+    Keras' `TerminateOnNaN` only ends `fit` quietly, after which a caller
+    would go on to save a broken model; raising makes the failure
+    impossible to miss. Steps are counted from 1 across epochs.
+    """
+
+    def on_train_begin(self, logs=None):
+        self.step = 0
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.step += 1
+        loss = (logs or {}).get("loss")
+        if loss is not None and not math.isfinite(float(loss)):
+            raise NonFiniteLossError(self.step, float(loss))
 
 
 def _is_in_memory(x):
@@ -124,7 +179,8 @@ class EncoderObjective(keras_hub.models.Task):
         """The training loss of a batch (before layers' added losses)."""
         return self.objective_loss(y, y_pred, sample_weight)
 
-    def fit(self, x=None, y=None, batch_size=None, shuffle=True, **kwargs):
+    def fit(self, x=None, y=None, batch_size=None, shuffle=True, callbacks=None,
+            **kwargs):
         """Trains the encoder; see `keras.Model.fit`.
 
         `x` is raw text (or token dicts): a list or array, or a tuple of
@@ -133,13 +189,21 @@ class EncoderObjective(keras_hub.models.Task):
         batch), or a `tf.data.Dataset`, which is used as given (shuffle it
         yourself; a sample of several sentences is `((s1, s2, ...), y)`, or
         `((s1, s2, ...),)` without labels).
+
+        The encoder trains exactly the variables its pooling uses (the
+        pooler only for P2), and a NaN or infinite loss stops training at
+        once with `NonFiniteLossError` (step and loss).
         """
+        self.encoder.train_used_layers_only()
+        callbacks = [StopOnNonFiniteLoss(), *(callbacks or [])]
         if _is_in_memory(x):
             x = training_dataset(
                 x, y, kwargs.pop("sample_weight", None), batch_size, shuffle
             )
             y = batch_size = None
-        return super().fit(x, y, batch_size=batch_size, shuffle=False, **kwargs)
+        return super().fit(
+            x, y, batch_size=batch_size, shuffle=False, callbacks=callbacks, **kwargs
+        )
 
     def compile(self, optimizer="auto", **kwargs):
         """Configures training; `"auto"` is Adam with learning rate 1e-5."""

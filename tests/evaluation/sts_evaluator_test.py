@@ -40,6 +40,8 @@ def test_scores_every_n_steps_logs_and_restores_the_best_weights():
     assert history.history["val_spearman"] == [scores[3], scores[6]]
     assert "val_spearman" in out.getvalue()
     assert evaluator.best_spearman == max(scores)
+    # The first step that scored best (ties keep the earlier one).
+    assert evaluator.best_step == evaluator.history[scores.index(max(scores))][1]
     restored = kcse.evaluation.evaluate_sts(simcse.encoder, DEV)["spearman"]
     np.testing.assert_allclose(restored, max(scores), atol=1e-6)
     assert len(set(np.round(scores, 6))) > 1  # Training changed the scores.
