@@ -1,6 +1,7 @@
 """A tiny comparison grid: real STS-B pairs and a random BERT checkpoint."""
 
 import importlib
+import json
 import pathlib
 import sys
 
@@ -37,24 +38,37 @@ def stsb_sample(shared_data):
     return sample
 
 
-def tiny_checkpoint(folder, sample):
+def tiny_checkpoint(folder, sample, seed=0):
     """A random BERT in the original layout whose vocabulary covers `sample`."""
     characters = sorted(
         {c for pairs in sample.values() for a, b, _ in pairs for c in a + b}
     )
     vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + characters
     config = dict(TINY_CONFIG, vocab_size=len(vocabulary), max_position_embeddings=128)
-    arrays = checkpoint_arrays(config)
+    arrays = checkpoint_arrays(config, seed=seed)
     return write_checkpoint(folder, arrays, config, vocabulary)
+
+
+def tiny_task_and_model(folder, shared_data):
+    """`folder/data/STS-B` of real pairs and a tiny checkpoint's model name."""
+    sample = stsb_sample(shared_data)
+    write_task(folder / "data", "STS-B", sample, lambda label: int(label))
+    return f"{tiny_checkpoint(folder / 'tiny_bert', sample)}:bert"
 
 
 @pytest.fixture
 def tiny_setup(tmp_path, shared_data):
     """A task folder of real STS-B pairs and a tiny checkpoint model name."""
-    sample = stsb_sample(shared_data)
-    write_task(tmp_path / "data", "STS-B", sample, lambda label: int(label))
-    checkpoint = tiny_checkpoint(tmp_path / "tiny_bert", sample)
-    return tmp_path, f"{checkpoint}:bert"
+    return tmp_path, tiny_task_and_model(tmp_path, shared_data)
+
+
+def read_strict_json(path):
+    """The JSON at `path`; fails on NaN / Infinity, which JSON does not have."""
+
+    def refuse(constant):
+        raise ValueError(f"{path} is not strict JSON: {constant}")
+
+    return json.loads(pathlib.Path(path).read_text(encoding="utf-8"), parse_constant=refuse)
 
 
 def plant_sentinels(task_dir, task, labels):
@@ -63,6 +77,13 @@ def plant_sentinels(task_dir, task, labels):
         path = task_dir / f"{task}.{split}.data"
         rows = [f"哨兵{split}{i}一\t哨兵{split}{i}二\t{label}\n" for i, label in enumerate(labels)]
         path.write_text(path.read_text(encoding="utf-8") + "".join(rows), encoding="utf-8")
+
+
+def cell_of(cells, place):
+    """The one cell whose key starts with `place` ("model|pooling|task|protocol|method")."""
+    found = [cell for key, cell in cells.items() if key.startswith(place + "|")]
+    assert len(found) == 1, f"{len(found)} cells at {place}: {sorted(cells)}"
+    return found[0]
 
 
 RECIPES = pathlib.Path(__file__).resolve().parents[1] / "recipes"

@@ -26,7 +26,10 @@ from kcse.experiments.methods import SGOptMethod
 from kcse.experiments.methods import SimCSEMethod
 from kcse.experiments.methods import SupervisedSimCSEMethod
 from kcse.experiments.protocols import PROTOCOLS
+from kcse.experiments.protocols import SPLITS
 from kcse.experiments.protocols import with_overrides
+from kcse.experiments.provenance import run_provenance
+from kcse.experiments.results import FAILED
 from kcse.experiments.results import ResultStore
 from kcse.experiments.results import text_table
 
@@ -39,6 +42,13 @@ SU_POOLINGS = ["P1", "P2", "P3", "P4"]
 
 def comma_list(text):
     return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def positive_int(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1; got {value}")
+    return value
 
 
 def comparison_parser(doc, output, poolings=DEFAULT_POOLINGS):
@@ -71,7 +81,15 @@ def comparison_parser(doc, output, poolings=DEFAULT_POOLINGS):
                        help="<TASK>/<TASK>.{train,valid,test}.data folders "
                        "(default: the Chinese STS-B bundled with kcse)")
     group.add_argument("--output", type=pathlib.Path, default=output)
-    group.add_argument("--seed", type=int, default=0)
+    group.add_argument("--seed", type=int, default=0,
+                       help="seed of the first training run (data order, dropout)")
+    group.add_argument("--seeds", type=positive_int, default=1,
+                       help="train column c this many times, with seeds SEED, "
+                       "SEED+1, ...; tables show mean ± sample std and n "
+                       "(default: 1; Su warns that reruns fluctuate)")
+    group.add_argument("--show-published", action="store_true",
+                       help="also print Su's whole published table for the tasks "
+                       "(results.md shows his cell beside ours where he has the model)")
     group.add_argument("--plot", action="store_true",
                        help="a PNG per cell: gold vs cosine, raw and trained "
                        "(needs matplotlib)")
@@ -174,11 +192,26 @@ def protocol_from_args(args, method):
     )
 
 
+class ComparisonError(Exception):
+    """The comparison cannot start: a bad input, said in one line (exit 2)."""
+
+    exit_code = 2
+
+
+class CellsFailed(ComparisonError):
+    """Cells failed (each stored with its reason); the others ran (exit 1)."""
+
+    exit_code = 1
+
+
 def run_comparison(args, method=None, log=print):
     """Runs the grid `args` describe with `method` (default: SimCSE).
 
     The method's `protocol_defaults` (e.g. ConSERT's temperature 0.1) apply
-    before the user's flags. Returns the `ResultStore`.
+    before the user's flags. Returns the `ResultStore`; raises
+    `ComparisonError` (one line) for inputs it cannot use, before any model
+    is loaded, and `CellsFailed` when cells failed (after the others ran and
+    were saved).
     """
     method = method or SimCSEMethod()
     protocol = protocol_from_args(args, method)
@@ -186,11 +219,18 @@ def run_comparison(args, method=None, log=print):
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            sys.exit("--plot needs matplotlib: pip install -e \".[plot]\"")
+            raise ComparisonError('--plot needs matplotlib: pip install -e ".[plot]"') from None
     data_dir = args.data_dir or BUNDLED_CHINESE_STS
     unknown = [task for task in args.tasks if task not in CHINESE_TASKS]
     if unknown:
-        sys.exit(f"unknown task(s) {unknown}; choose from {CHINESE_TASKS}")
+        raise ComparisonError(f"unknown task(s) {unknown}; choose from {CHINESE_TASKS}")
+    try:
+        store = ResultStore(args.output)
+        specs = grid.resolve_models(args.models, args.checkpoint_root)
+        data = {task: {split: read_chinese_task(data_dir, task, split) for split in SPLITS}
+                for task in args.tasks}
+    except (OSError, ValueError) as error:  # ResultsFileError included.
+        raise ComparisonError(" ".join(str(error).split())) from None
 
     import tensorflow as tf
 
@@ -201,9 +241,13 @@ def run_comparison(args, method=None, log=print):
         # TensorFlow refuses once it is running (main() called in-process).
         with contextlib.suppress(RuntimeError):
             tf.config.threading.set_inter_op_parallelism_threads(1)
-    keras.utils.set_random_seed(args.seed)  # Shuffling and dropout masks.
+    keras.utils.set_random_seed(args.seed)
     strategy = grid.choose_strategy()
     sentences = protocol.max_sentences
+    origin = run_provenance()
+    log(f"kcse {origin['kcse']} (git {origin['git_commit'] or 'unknown'}), keras "
+        f"{origin['keras']}, keras-hub {origin['keras_hub']}, tensorflow "
+        f"{origin['tensorflow']}, backend {origin['backend']}")
     log(f"kcse Chinese comparison, {method.title}, protocol {protocol.name}: "
         f"{sentences} training sentences per task"
         f"{' (Su: 10000; pass --sentences 10000)' if sentences != 10000 else ''}, "
@@ -212,24 +256,29 @@ def run_comparison(args, method=None, log=print):
         f"batch {protocol.batch_size}, "
         f"lr {protocol.learning_rate}, dropout {protocol.hidden_dropout}, "
         f"temperature {protocol.temperature}, max length {protocol.max_length}, "
+        f"seeds {args.seed}..{args.seed + args.seeds - 1}, "
         f"data {data_dir}, "
         + (f"MirroredStrategy over {strategy.num_replicas_in_sync} GPUs"
            if strategy else "one device"))
     start = time.time()
-    store = grid.run_grid(
-        args.models, args.poolings, args.tasks,
-        lambda task, split: read_chinese_task(data_dir, task, split),
-        protocol, ResultStore(args.output), seed=args.seed, strategy=strategy,
-        checkpoint_root=args.checkpoint_root,
+    keys = grid.run_grid(
+        specs, args.poolings, args.tasks, lambda task, split: data[task][split],
+        protocol, store, seed=args.seed, strategy=strategy,
         plot_dir=args.output / "plots" if args.plot else None,
-        log=log, method=method,
+        log=log, method=method, seeds=args.seeds,
     )
     log("")
-    log(text_table(store.cells))
-    if method.name == SimCSEMethod.name:
+    log(text_table([store.cells[key] for key in keys]))
+    if args.show_published:
         log(grid.published_reference(args.tasks))
     log(f"wrote {store.json_path} and {store.markdown_path} "
         f"({time.time() - start:.0f} s)")
+    failed = [key for key in keys if store.cells[key]["status"] == FAILED]
+    if failed:
+        raise CellsFailed(
+            f"{len(failed)} cell(s) failed: " + "; ".join(
+                f"{key}: {store.cells[key]['error']}" for key in failed)
+        )
     return store
 
 
@@ -242,4 +291,8 @@ def recipe_main(method_name, doc, output, argv=None, poolings=DEFAULT_POOLINGS):
         method = method_from_args(method_name, args)
     except (OSError, ValueError) as error:
         parser.error(str(error))
-    return run_comparison(args, method)
+    try:
+        return run_comparison(args, method)
+    except ComparisonError as error:
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        sys.exit(error.exit_code)

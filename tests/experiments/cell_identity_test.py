@@ -1,0 +1,229 @@
+"""A comparison never reports a stale, mixed-up or unproven number.
+
+Each test runs `recipes/chinese_simcse.py` on a tiny random BERT checkpoint
+in the original layout and real Chinese STS-B pairs (tests/tiny_grid.py).
+"""
+
+import shutil
+
+import numpy as np
+import pytest
+
+from kcse.experiments import results
+from tiny_grid import read_strict_json
+from tiny_grid import tiny_task_and_model
+from tiny_grid import recipe
+from tiny_grid import stsb_sample
+from tiny_grid import tiny_checkpoint
+from tiny_grid import tiny_setup  # noqa: F401 (a fixture)
+from tiny_grid import write_task
+
+chinese_simcse = recipe("chinese_simcse")
+PLACE = "tiny_bert|P1|STS-B|su|simcse"
+
+
+def run(folder, model, output="out", *extra, recipe_module=chinese_simcse):
+    return recipe_module.main([
+        "--models", model, "--tasks", "STS-B", "--poolings", "P1",
+        "--data-dir", str(folder / "data"), "--output", str(folder / output),
+        "--sentences", "64", "--batch-size", "16", *extra,
+    ])
+
+
+def strict_cells(folder, output="out"):
+    return read_strict_json(folder / output / "results.json")["cells"]
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory, shared_data):
+    """A finished one-cell comparison, copied by each test that reruns it."""
+    folder = tmp_path_factory.mktemp("identity")
+    model = tiny_task_and_model(folder, shared_data)
+    run(folder, model)
+    return folder, model, strict_cells(folder)
+
+
+# One flag per class of setting that changes a number, and the setting's
+# name in the line that reports the difference.
+CHANGES = {
+    "sentences": (["--sentences", "48"], "max_sentences 64 → 48"),
+    "learning rate": (["--learning-rate", "2e-05"], "learning_rate 1e-05 → 2e-05"),
+    "dropout": (["--dropout", "0.1"], "hidden_dropout 0.3 → 0.1"),
+    "batch": (["--batch-size", "8"], "batch_size 16 → 8"),
+    "length": (["--max-length", "32"], "max_length 64 → 32"),
+    "temperature": (["--temperature", "0.1"], "temperature 0.05 → 0.1"),
+    "negatives": (["--negatives", "cross_view"], "negatives both_views → cross_view"),
+    "seed": (["--seed", "1"], "seed 0 → 1"),
+    "seeds": (["--seeds", "2"], "seeds 1 → 2"),
+    "scored splits": (["--trained-splits", "valid,test"], "trained_splits"),
+}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_a_rerun_with_other_settings_never_shows_the_old_numbers(
+    change, first_run, tmp_path, capsys
+):
+    folder, model, old_cells = first_run
+    shutil.copytree(folder / "out", tmp_path / "out")
+    (tmp_path / "data").symlink_to(folder / "data")
+    capsys.readouterr()
+    flags, difference = CHANGES[change]
+    run(tmp_path, model, "out", *flags)
+    out = capsys.readouterr().out
+    assert "already in" not in out and "[1/1] " + PLACE in out
+    assert "other settings (" in out and difference in out
+    cells = strict_cells(tmp_path)
+    # The old cell is kept as it was, the new one stands beside it.
+    (old_key,) = old_cells
+    assert cells[old_key] == old_cells[old_key]
+    (new_key,) = set(cells) - {old_key}
+    assert new_key.startswith(PLACE + "|")
+    assert cells[new_key]["settings_id"] != cells[old_key]["settings_id"]
+    # The terminal table shows the new cell only: one row under the header.
+    table = out[out.index("model  "):out.index("wrote ")].strip().splitlines()
+    assert len(table) == 3
+    markdown = (tmp_path / "out" / "results.md").read_text()
+    assert "| S1 |" in markdown and "| S2 |" in markdown
+
+
+def test_a_method_flag_is_part_of_the_identity(first_run, tmp_path, capsys):
+    folder, model, _ = first_run
+    sg_opt = recipe("sg_opt")
+    run(folder, model, "sg_opt", "--projection-dim", "16", recipe_module=sg_opt)
+    run(folder, model, "sg_opt", "--projection-dim", "32", recipe_module=sg_opt)
+    out = capsys.readouterr().out
+    assert "projection_dim 16 → 32" in out
+    cells = strict_cells(folder, "sg_opt")
+    assert sorted(cell["settings"]["projection_dim"] for cell in cells.values()) == [16, 32]
+
+
+def test_changed_data_is_a_new_cell(first_run, tmp_path, capsys):
+    folder, model, old_cells = first_run
+    shutil.copytree(folder / "out", tmp_path / "out")
+    shutil.copytree(folder / "data", tmp_path / "data")
+    test_file = tmp_path / "data" / "STS-B" / "STS-B.test.data"
+    lines = test_file.read_text(encoding="utf-8").splitlines()
+    test_file.write_text("\n".join(lines[:-1]) + "\n", encoding="utf-8")
+    capsys.readouterr()
+    run(tmp_path, model)
+    out = capsys.readouterr().out
+    assert "the task's data" in out and "[1/1]" in out
+    cells = strict_cells(tmp_path)
+    assert len(cells) == 2
+    assert sorted(cell["raw"]["test"]["n"] for cell in cells.values()) == [36, 37]
+
+
+def test_two_models_with_one_folder_name_never_share_a_cell(tmp_path, shared_data, capsys):
+    sample = stsb_sample(shared_data)
+    write_task(tmp_path / "data", "STS-B", sample, lambda label: int(label))
+    first = tiny_checkpoint(tmp_path / "a" / "tiny_bert", sample)
+    second = tiny_checkpoint(tmp_path / "b" / "tiny_bert", sample, seed=1)
+    run(tmp_path, f"{first}:bert,{second}:bert")
+    run(tmp_path, f"{second}:bert")  # Already there: skipped, not mixed up.
+    out = capsys.readouterr().out
+    assert "1 cell(s) with these settings already in" in out
+    cells = list(strict_cells(tmp_path).values())
+    assert len(cells) == 2
+    sources = {cell["model_source"]["source"] for cell in cells}
+    assert sources == {str(first), str(second)}
+    # Different weights, different raw numbers: no cached model was shared.
+    assert cells[0]["raw"]["test"]["spearman"] != cells[1]["raw"]["test"]["spearman"]
+    markdown = (tmp_path / "out" / "results.md").read_text()
+    assert "| a/tiny_bert | P1 |" in markdown and "| b/tiny_bert | P1 |" in markdown
+
+
+def test_seeds_report_the_mean_and_spread_of_independent_runs(first_run, tmp_path, capsys):
+    folder, model, old_cells = first_run
+    (tmp_path / "data").symlink_to(folder / "data")
+    run(tmp_path, model, "out", "--seeds", "3", "--learning-rate", "1e-3")
+    (cell,) = strict_cells(tmp_path).values()
+    runs = [r["scores"]["test"]["spearman"] for r in cell["runs"]]
+    assert [r["seed"] for r in cell["runs"]] == [0, 1, 2]
+    assert len(set(runs)) == 3  # Each seed trained differently.
+    trained = cell["trained"]["test"]
+    assert trained["runs"] == 3
+    np.testing.assert_allclose(trained["spearman"], np.mean(runs), rtol=1e-12)
+    np.testing.assert_allclose(trained["spearman_std"], np.std(runs, ddof=1), rtol=1e-12)
+    pearsons = [r["scores"]["test"]["pearson"] for r in cell["runs"]]
+    np.testing.assert_allclose(trained["pearson_std"], np.std(pearsons, ddof=1), rtol=1e-12)
+    text = f"{np.mean(runs):.2f} ± {np.std(runs, ddof=1):.2f} (n=3)"
+    assert text in capsys.readouterr().out
+    assert text in (tmp_path / "out" / "results.md").read_text()
+    # A run does not depend on the runs before it: seed 2 alone gives the same.
+    run(tmp_path, model, "alone", "--seed", "2", "--learning-rate", "1e-3")
+    (alone,) = strict_cells(tmp_path, "alone").values()
+    assert alone["trained"]["test"]["spearman"] == pytest.approx(runs[2], abs=1e-6)
+
+
+def test_a_nan_cell_is_failed_not_a_number(first_run, tmp_path, capsys):
+    folder, model, _ = first_run
+    (tmp_path / "data").symlink_to(folder / "data")
+    with pytest.raises(SystemExit) as exit_info:
+        run(tmp_path, model, "out", "--temperature", "1e-30")
+    assert exit_info.value.code == 1
+    captured = capsys.readouterr()
+    error = captured.err.strip().splitlines()[-1]
+    # "<prog>: error: ...": the recipe's file name when run as a script.
+    assert error.split(": ", 1)[1].startswith("error: 1 cell(s) failed: " + PLACE)
+    assert "the training loss became nan at step" in error
+    (cell,) = strict_cells(tmp_path).values()
+    assert cell["status"] == "failed" and cell["trained"] is None
+    assert "the training loss became nan" in cell["error"]
+    assert np.isfinite(cell["raw"]["test"]["spearman"])  # a and b still stand.
+    assert "failed: seed 0: the training loss became nan" in (
+        tmp_path / "out" / "results.md").read_text()
+    # A failed cell is not "done": the rerun tries it again.
+    with pytest.raises(SystemExit):
+        run(tmp_path, model, "out", "--temperature", "1e-30")
+    assert "[1/1] " + PLACE in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ('{"schema": "kcse.comparison/3", "cells": {', "is not readable JSON"),
+        ('{"experiment": "someone else\'s"}', "has no kcse schema"),
+        ('{"schema": "kcse.comparison/2", "cells": {}}',
+         "has schema 'kcse.comparison/2', not 'kcse.comparison/3'"),
+    ],
+)
+def test_a_corrupt_or_foreign_results_file_stops_the_run_untouched(
+    tmp_path, content, message, capsys
+):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "results.json").write_text(content)
+    with pytest.raises(SystemExit) as exit_info:
+        chinese_simcse.main(["--output", str(tmp_path / "out")])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1
+    assert error.split(": ", 1)[1].startswith("error: ") and message in error
+    assert str(tmp_path / "out" / "results.json") in error
+    assert (tmp_path / "out" / "results.json").read_text() == content
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["results.json"]
+
+
+def test_su_cells_and_deltas_only_for_his_release():
+    cell = {
+        "status": "done", "error": None, "reported_split": "test",
+        "raw": {"test": {"spearman": 70.0}}, "whitening": {"test": {"spearman": 72.5}},
+        "trained": {"test": {"spearman": 75.25, "spearman_std": 0.5, "runs": 2}},
+        "published": [69.0, 73.0, 76.0],
+    }
+    assert results.cell_columns(cell) == (
+        "70.00", "72.50", "75.25 ± 0.50 (n=2)", "69.00 / 73.00 / 76.00",
+        "+1.00 / -0.50 / -0.75")
+    assert results.cell_columns(cell | {"published": None})[3:] == ("-", "-")
+
+
+def test_published_table_is_printed_on_request_only(first_run, tmp_path, capsys):
+    folder, model, _ = first_run
+    shutil.copytree(folder / "out", tmp_path / "out")
+    (tmp_path / "data").symlink_to(folder / "data")
+    capsys.readouterr()
+    run(tmp_path, model)
+    assert "Su Jianlin's published" not in capsys.readouterr().out
+    run(tmp_path, model, "out", "--show-published")
+    out = capsys.readouterr().out
+    assert "Su Jianlin's published a / b / c for STS-B" in out
+    assert "SimBERT-tiny-P4: STS-B 62.92 / 66.77 / 60.80" in out
