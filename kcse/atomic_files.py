@@ -114,8 +114,8 @@ def replace_directory(source, destination):
     Where the kernel can swap two paths in one step (Linux `renameat2`
     with `RENAME_EXCHANGE`), `destination` is at every moment either the
     old folder or the new one; elsewhere there is a moment between two
-    renames when it is absent (the old folder is then at `source`). The old
-    folder is deleted afterwards.
+    renames when it is absent (the old folder is then at `source`). What was
+    there, a folder or a file, is deleted afterwards.
     """
     source, destination = pathlib.Path(source), pathlib.Path(destination)
     if not destination.exists():
@@ -127,7 +127,10 @@ def replace_directory(source, destination):
         os.replace(destination, aside)
         os.replace(source, destination)
         source = aside
-    shutil.rmtree(source, ignore_errors=True)
+    if source.is_dir() and not source.is_symlink():
+        shutil.rmtree(source, ignore_errors=True)
+    else:  # `destination` was a file or a link: it is not followed.
+        source.unlink(missing_ok=True)
 
 
 def _exchange(a, b):

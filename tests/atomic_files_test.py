@@ -191,3 +191,12 @@ def test_written_files_and_folders_get_ordinary_permissions(tmp_path):
         assert (tmp_path / "saved").stat().st_mode & 0o777 == 0o755
     finally:
         os.umask(umask)
+
+
+def test_replace_directory_replaces_a_file_too(tmp_path):
+    (tmp_path / "export").write_text("a file where the SavedModel goes")
+    new = atomic_files.temporary_sibling(tmp_path / "export", directory=True)
+    (new / "saved_model.pb").write_text("pb")
+    atomic_files.replace_directory(new, tmp_path / "export")
+    assert (tmp_path / "export" / "saved_model.pb").read_text() == "pb"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["export"]
