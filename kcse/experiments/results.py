@@ -172,33 +172,33 @@ def reported(cell, column):
     return entry["spearman"], entry.get("spearman_std")
 
 
-def number(value, std=None, runs=None):
-    if value is None:
-        return "n/a"
-    text = f"{value:.2f}"
-    if runs and runs > 1:
-        text += f" ± {std:.2f} (n={runs})" if std is not None else f" (n={runs})"
-    return text
+def number(value):
+    return "n/a" if value is None else f"{value:.2f}"
 
 
 def cell_columns(cell):
-    """The printed a, b, c, Su's a / b / c and Δ a / b / c of a cell."""
+    """A cell's printed a, b, c, c's std, seeds, Su's a / b / c and Δ a / b / c.
+
+    c is the mean over the seeds and std their sample standard deviation
+    ("-" for one seed: no spread was measured); a failed cell shows why.
+    """
     a, _ = reported(cell, "raw")
     b, _ = reported(cell, "whitening")
+    seeds = len(cell.get("runs", [])) or 1
     if cell["status"] == FAILED:
-        c_text, c = f"failed: {cell['error']}", None
+        c, c_text, std_text = None, f"failed: {cell['error']}", "-"
     else:
         c, std = reported(cell, "trained")
-        runs = cell["trained"][cell["reported_split"]].get("runs", 1)
-        c_text = number(c, std, runs)
+        seeds = cell["trained"][cell["reported_split"]].get("runs", 1)
+        c_text, std_text = number(c), "-" if std is None else number(std)
     published = cell.get("published")
     if not published:
-        return number(a), number(b), c_text, "-", "-"
+        return number(a), number(b), c_text, std_text, str(seeds), "-", "-"
     deltas = [
         "n/a" if ours is None else f"{ours - theirs:+.2f}"
         for ours, theirs in zip((a, b, c), published)
     ]
-    return (number(a), number(b), c_text,
+    return (number(a), number(b), c_text, std_text, str(seeds),
             " / ".join(f"{v:.2f}" for v in published), " / ".join(deltas))
 
 
@@ -213,7 +213,8 @@ def result_rows(cells):
     names = readable_names(cells)
     labels = settings_labels(cells)
     rows = [("model", "pooling", "task", "method", "settings", "a raw",
-             "b whitening", "c trained", "Su a / b / c", "Δ a / b / c")]
+             "b whitening", "c trained", "c std", "seeds", "Su a / b / c",
+             "Δ a / b / c")]
     for cell in cells:
         rows.append((names[cell["model_source"]["source"]], cell["pooling"],
                      cell["task"], cell["method"], labels[cell["settings_id"]],
@@ -232,8 +233,8 @@ def markdown(cells_by_key):
         "",
         "Spearman ×100 on each cell's reported split (test). **a** raw, **b** "
         "BERT-whitening, **c** trained by the row's method: the mean over the "
-        "seeds ± their sample standard deviation (n = seeds) when there are "
-        "several. **Su**: Su Jianlin's published a / b / c (unsupervised "
+        "row's seeds, **c std** their sample standard deviation (`-` for one "
+        "seed: no spread measured; `--seeds N` measures it). **Su**: Su Jianlin's published a / b / c (unsupervised "
         "SimCSE) when the row's model is his release, `-` otherwise; "
         "**Δ** = ours − Su's. A failed cell says why instead of c. Each "
         "cell's own versions, commit and date are under Provenance.",

@@ -4,6 +4,7 @@ Each test runs `recipes/chinese_simcse.py` on a tiny random BERT checkpoint
 in the original layout and real Chinese STS-B pairs (tests/tiny_grid.py).
 """
 
+import re
 import shutil
 
 import numpy as np
@@ -146,9 +147,10 @@ def test_seeds_report_the_mean_and_spread_of_independent_runs(first_run, tmp_pat
     np.testing.assert_allclose(trained["spearman_std"], np.std(runs, ddof=1), rtol=1e-12)
     pearsons = [r["scores"]["test"]["pearson"] for r in cell["runs"]]
     np.testing.assert_allclose(trained["pearson_std"], np.std(pearsons, ddof=1), rtol=1e-12)
-    text = f"{np.mean(runs):.2f} ± {np.std(runs, ddof=1):.2f} (n=3)"
-    assert text in capsys.readouterr().out
-    assert text in (tmp_path / "out" / "results.md").read_text()
+    row = f"| {np.mean(runs):.2f} | {np.std(runs, ddof=1):.2f} | 3 | - | - |"
+    assert row in (tmp_path / "out" / "results.md").read_text()
+    terminal = rf"{np.mean(runs):.2f} +{np.std(runs, ddof=1):.2f} +3 "
+    assert re.search(terminal, capsys.readouterr().out)
     # A run does not depend on the runs before it: seed 2 alone gives the same.
     run(tmp_path, model, "alone", "--seed", "2", "--learning-rate", "1e-3")
     (alone,) = strict_cells(tmp_path, "alone").values()
@@ -211,9 +213,9 @@ def test_su_cells_and_deltas_only_for_his_release():
         "published": [69.0, 73.0, 76.0],
     }
     assert results.cell_columns(cell) == (
-        "70.00", "72.50", "75.25 ± 0.50 (n=2)", "69.00 / 73.00 / 76.00",
+        "70.00", "72.50", "75.25", "0.50", "2", "69.00 / 73.00 / 76.00",
         "+1.00 / -0.50 / -0.75")
-    assert results.cell_columns(cell | {"published": None})[3:] == ("-", "-")
+    assert results.cell_columns(cell | {"published": None})[5:] == ("-", "-")
 
 
 def test_published_table_is_printed_on_request_only(first_run, tmp_path, capsys):
