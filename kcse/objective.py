@@ -88,7 +88,15 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
 
     Keras' `TerminateOnNaN` only ends `fit` quietly, after which a caller
     would go on to save a broken model; raising makes the failure
-    impossible to miss. Steps are counted from 1 across epochs.
+    impossible to miss. Steps are counted from 1 across epochs. Every
+    `EncoderObjective.fit` uses it; for another model:
+
+    ```python
+    try:
+        model.fit(x, y, callbacks=[kcse.objective.StopOnNonFiniteLoss()])
+    except kcse.objective.NonFiniteLossError as error:
+        print(error.step, error.loss)  # nothing of this run should be kept
+    ```
     """
 
     def on_train_begin(self, logs=None):
