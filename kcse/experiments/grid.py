@@ -474,8 +474,8 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
             done += 1
             elapsed = time.time() - start
             eta = elapsed / done * (total - done)
-            a, b, c, std, seeds = results.cell_columns(record)[:5]
-            spread = "" if std == "-" else f" ± {std} over {seeds} seeds"
+            a, b, c, std, runs = results.cell_columns(record)[:5]
+            spread = "" if std == "-" else f" ± {std} over {runs} seeds"
             log(f"[{done}/{total}] {key}: a {a} / b {b} / c {c}{spread} (test)"
                 f"  cell {record['seconds']:.0f}s, elapsed {elapsed:.0f}s, ETA {eta:.0f}s")
     return [key for key in cells if key in store.cells]
