@@ -402,20 +402,21 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
     settings = results.run_settings(
         dataclasses.asdict(protocol), method.settings(), seed, seeds
     )
+    data_digests = {
+        task: content_digest([[pairs.sentences1, pairs.sentences2, pairs.scores]
+                              for pairs in splits.values()])
+        for task, splits in data.items()
+    }
     cells = {}
     for spec in specs:
         for task in tasks:
-            data_digest = content_digest([
-                [pairs.sentences1, pairs.sentences2, pairs.scores]
-                for pairs in data[task].values()
-            ])
             for pooling in poolings:
                 identity = results.cell_identity(
-                    spec.identity(), pooling, task, data_digest, settings
+                    spec.identity(), pooling, task, data_digests[task], settings
                 )
                 key = results.cell_key(spec.name, pooling, task, protocol.name,
                                        method.name, identity)
-                cells[key] = (spec, pooling, task, data_digest)
+                cells[key] = (spec, pooling, task, data_digests[task])
     report_other_settings(store, cells, settings, log)
     todo = [(key, *cell) for key, cell in cells.items() if not store.finished(key)]
     if len(todo) < len(cells):

@@ -16,7 +16,6 @@ from tiny_grid import tiny_task_and_model
 from tiny_grid import recipe
 from tiny_grid import stsb_sample
 from tiny_grid import tiny_checkpoint
-from tiny_grid import tiny_setup  # noqa: F401 (a fixture)
 from tiny_grid import write_task
 
 chinese_simcse = recipe("chinese_simcse")
