@@ -7,14 +7,13 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
+from kcse.backbones.families import FAMILIES
+from kcse.backbones.families import JIEBA_FAMILIES
 from kcse.backbones.jieba_word_piece_tokenizer import JiebaWordPieceTokenizer
 from kcse.backbones.relative_position_backbone import ACTIVATIONS
 from kcse.backbones.relative_position_backbone import NezhaBackbone
 from kcse.backbones.relative_position_backbone import RoFormerBackbone
 
-FAMILIES = ("bert", "roberta", "simbert", "wobert", "nezha", "roformer")
-# Families whose tokenizer segments words with jieba (word-level vocabulary).
-JIEBA_FAMILIES = ("wobert", "roformer")
 # Checkpoint variables that are not part of the encoder: pre-training heads,
 # the step counter and optimizer slots.
 IGNORED_PREFIXES = ("cls/", "global_step")
