@@ -53,6 +53,10 @@ class ConSERT(EncoderObjective):
         contrastive_weight: float. α of `"joint"`.
         num_classes: int. NLI classes for `"sup"` / `"joint"`.
 
+    In `"unsup"` and `"joint"` modes (in-batch negatives), `fit` raises
+    `ValueError` for a batch size below 2 and leaves out a last in-memory
+    batch of one sample; `"sup"` trains on any batch size.
+
     Example:
     ```python
     encoder = kcse.SentenceEncoder.from_preset(
@@ -102,6 +106,7 @@ class ConSERT(EncoderObjective):
         self.views = views
         self.temperature = temperature
         self.mode = mode
+        self.in_batch_negatives = mode != "sup"
         self.contrastive_weight = contrastive_weight
         self.num_classes = num_classes
         self.objective_loss = SimCSELoss(temperature, "both_views")

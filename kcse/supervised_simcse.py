@@ -28,6 +28,10 @@ class SupervisedSimCSE(EncoderObjective):
         temperature: float. 0.05 in SimCSE.
         hard_negative_weight: float. 0 in the paper.
 
+    `fit` raises `ValueError` for a batch size below 2 (the other triplets
+    are the in-batch negatives) and leaves out a last in-memory batch of one
+    triplet.
+
     Example:
     ```python
     encoder = kcse.SentenceEncoder.from_preset(
@@ -43,6 +47,8 @@ class SupervisedSimCSE(EncoderObjective):
     )
     ```
     """
+
+    in_batch_negatives = True
 
     def __init__(
         self, encoder, temperature=0.05, hard_negative_weight=0.0, **kwargs

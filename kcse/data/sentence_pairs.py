@@ -2,6 +2,7 @@
 
 import csv
 import dataclasses
+import errno
 import io
 import os
 import warnings
@@ -75,6 +76,11 @@ def read_pairs(path, format="auto", on_error="raise", encoding="utf-8-sig"):
 
     Text is read as UTF-8 (a leading byte-order mark is dropped).
 
+    A file that cannot be read raises an `OSError` naming `path`:
+    `FileNotFoundError` (missing), `IsADirectoryError` ("is a folder, not a
+    file"), `NotADirectoryError` (a parent of `path` is a file),
+    `PermissionError`; a `path` that is not a str or path `TypeError`.
+
     A malformed line (wrong number of fields, a label that is not a number)
     raises `MalformedLineError` naming the file and line; with
     `on_error="skip"` it is skipped instead, and a warning gives the count
@@ -93,6 +99,10 @@ def read_pairs(path, format="auto", on_error="raise", encoding="utf-8-sig"):
         raise ValueError(f"on_error must be 'raise' or 'skip'; got {on_error!r}.")
     if format != "auto" and format not in FORMATS:
         raise ValueError(f"format must be 'auto' or one of {FORMATS}; got {format!r}.")
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(
+            f"path must be a str or os.PathLike; got {type(path).__name__}."
+        )
     path = os.fspath(path)
     text = read_text(path, encoding)
     # Only "\n" ends a line ("\r\n" too): str.splitlines would also break
@@ -116,8 +126,26 @@ def read_pairs(path, format="auto", on_error="raise", encoding="utf-8-sig"):
 
 
 def read_text(path, encoding):
-    """The whole text of `path`; an undecodable file names itself."""
-    with open(path, encoding=encoding, newline="") as file:
+    """The whole text of `path`; every error names the file.
+
+    A folder raises `IsADirectoryError` ("is a folder, not a file"), a file
+    that may not be read `PermissionError`, a missing one
+    `FileNotFoundError`, a path through a file `NotADirectoryError`,
+    undecodable text `MalformedLineError`.
+    """
+    if os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, "Is a folder, not a file", path)
+    try:
+        file = open(path, encoding=encoding, newline="")
+    except PermissionError as error:
+        raise PermissionError(
+            errno.EACCES, "Permission denied: this user may not read the file", path
+        ) from error
+    except NotADirectoryError as error:
+        raise NotADirectoryError(
+            errno.ENOTDIR, "Not a directory: a parent of this path is a file", path
+        ) from error
+    with file:
         try:
             return file.read()
         except UnicodeDecodeError as error:

@@ -7,26 +7,91 @@ import scipy.stats
 
 from kcse.data.sentence_pairs import SentencePairs
 from kcse.data.sentence_pairs import read_pairs
+from kcse.validation import check_count
+from kcse.validation import check_texts
+
+
+class UndefinedCorrelationError(ValueError):
+    """The encoder's cosines are all equal or not finite: no correlation.
+
+    A collapsed or diverged encoder, not bad input; `STSEvaluator` scores
+    such a step as NaN instead of stopping training.
+    """
 
 
 def as_sentence_pairs(pairs_or_path):
     """A `SentencePairs` from a path, a `SentencePairs`, or a tuple.
 
     The tuple is `(sentences1, sentences2, scores)`.
+
+    Raises:
+        TypeError: `pairs_or_path` is none of these, or a sentence is not a
+            str (the message names it, e.g. `sentences2[4]`).
+        ValueError: the three differ in length (the message gives the
+            lengths), or a score is not a finite number (`scores[i]`).
+        OSError: the file cannot be read (see `kcse.data.read_pairs`).
     """
     if isinstance(pairs_or_path, SentencePairs):
         return pairs_or_path
     if isinstance(pairs_or_path, (str, os.PathLike)):
         return read_pairs(pairs_or_path)
-    sentences1, sentences2, scores = pairs_or_path
-    if not len(sentences1) == len(sentences2) == len(scores):
-        raise ValueError(
-            f"sentences1, sentences2 and scores differ in length: "
-            f"{len(sentences1)}, {len(sentences2)}, {len(scores)}."
+    if not isinstance(pairs_or_path, (tuple, list)) or len(pairs_or_path) != 3:
+        got = type(pairs_or_path).__name__
+        if isinstance(pairs_or_path, (tuple, list)):
+            got += f" of {len(pairs_or_path)} items"
+        raise TypeError(
+            "pairs must be a file path, a kcse.data.SentencePairs or a tuple "
+            f"(sentences1, sentences2, scores); got {got}."
         )
-    return SentencePairs(
-        list(sentences1), list(sentences2), np.asarray(scores, "float64")
-    )
+    sentences1, sentences2, scores = pairs_or_path
+    sentences1 = check_texts(sentences1, "sentences1")
+    sentences2 = check_texts(sentences2, "sentences2")
+    if isinstance(scores, (str, bytes)) or not hasattr(scores, "__iter__"):
+        raise TypeError(
+            f"scores must be an iterable of numbers; got {type(scores).__name__}."
+        )
+    scores = [_score(score, index) for index, score in enumerate(scores)]
+    pairs = SentencePairs(sentences1, sentences2, np.asarray(scores, "float64"))
+    check_lengths(pairs)
+    return pairs
+
+
+def check_lengths(pairs):
+    """Raises `ValueError` when the sides and scores differ in length."""
+    lengths = len(pairs.sentences1), len(pairs.sentences2), len(pairs.scores)
+    if len(set(lengths)) > 1:
+        raise ValueError(
+            "sentences1, sentences2 and scores differ in length: "
+            f"{lengths[0]}, {lengths[1]}, {lengths[2]}."
+        )
+
+
+def check_scorable(pairs):
+    """Raises `ValueError` unless Spearman's ρ of `pairs` can be defined.
+
+    That needs sides and scores of one length, at least 2 pairs, and gold
+    scores that are not all equal (ρ of a constant is undefined).
+    """
+    check_lengths(pairs)
+    if len(pairs) < 2:
+        raise ValueError(f"STS evaluation needs at least 2 pairs; got {len(pairs)}.")
+    if np.all(pairs.scores == pairs.scores[0]):
+        raise ValueError(
+            f"The gold scores are all equal ({pairs.scores[0]:g}), so "
+            "Spearman's correlation with them is undefined."
+        )
+
+
+def _score(value, index):
+    try:
+        score = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"scores[{index}] must be a number; got {value!r}."
+        ) from None
+    if not np.isfinite(score):
+        raise ValueError(f"scores[{index}] must be finite; got {score}.")
+    return score
 
 
 def cosine_scores(vectors1, vectors2):
@@ -51,20 +116,31 @@ def sts_correlations(gold, predicted):
 def evaluate_sts(encoder, pairs_or_path, batch_size=64):
     """Scores `encoder` on labelled sentence pairs.
 
-    Both sides are encoded with `encoder.encode`, compared by cosine
-    similarity, and correlated with the gold scores.
+    Both sides are encoded with one `encoder.encode` call (so a
+    `kcse.SentenceEncoder` gives at most one `TruncationWarning`, counting
+    the sentences of both sides), compared by cosine similarity, and
+    correlated with the gold scores.
 
     Args:
         encoder: anything with `encode(list_of_str, batch_size=...)`, such
             as `kcse.SentenceEncoder`.
         pairs_or_path: a file path (any layout `kcse.data.read_pairs` reads),
             a `kcse.data.SentencePairs`, or `(sentences1, sentences2, scores)`.
-        batch_size: int. Sentences per encoding batch.
+        batch_size: int >= 1. Sentences per encoding batch.
 
     Returns:
         A dict: `"spearman"` and `"pearson"` correlations multiplied by 100
         (the convention of SimCSE papers and Su Jianlin's tables: 82.03
         means ρ = 0.8203), and `"n"`, the number of pairs.
+
+    Raises:
+        ValueError: fewer than 2 pairs; sides and scores of different
+            lengths; gold scores all equal; `batch_size` < 1.
+        UndefinedCorrelationError: a ValueError; the predicted cosines
+            are all equal or not finite (Spearman's correlation is then
+            undefined).
+        TypeError: a sentence is not a str (named, e.g. `sentences1[2]`),
+            or `batch_size` is not an int.
 
     Example:
     ```python
@@ -73,9 +149,21 @@ def evaluate_sts(encoder, pairs_or_path, batch_size=64):
     ```
     """
     pairs = as_sentence_pairs(pairs_or_path)
+    check_scorable(pairs)
+    batch_size = check_count(batch_size, "batch_size")
     count = len(pairs)
     vectors = encoder.encode(
         pairs.sentences1 + pairs.sentences2, batch_size=batch_size
     )
     predicted = cosine_scores(vectors[:count], vectors[count:])
+    if not np.all(np.isfinite(predicted)):
+        raise UndefinedCorrelationError(
+            "The encoder gave non-finite vectors (NaN or infinite cosines)."
+        )
+    if np.all(predicted == predicted[0]):
+        raise UndefinedCorrelationError(
+            f"The predicted cosines are all equal ({predicted[0]:g}): the "
+            "encoder gives every pair the same similarity, so Spearman's "
+            "correlation is undefined."
+        )
     return sts_correlations(pairs.scores, predicted)

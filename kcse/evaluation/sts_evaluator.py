@@ -1,9 +1,16 @@
 """A Keras callback that scores an encoder on an STS dev set during training."""
 
+import math
+import warnings
+
 import keras
 
 from kcse.evaluation.sts import as_sentence_pairs
+from kcse.evaluation.sts import check_scorable
+from kcse.evaluation.sts import UndefinedCorrelationError
 from kcse.evaluation.sts import evaluate_sts
+from kcse.validation import TruncationWarning
+from kcse.validation import check_count
 
 
 class STSEvaluator(keras.callbacks.Callback):
@@ -17,6 +24,14 @@ class STSEvaluator(keras.callbacks.Callback):
     `EarlyStopping(monitor="val_spearman", mode="max")`). `history` keeps
     every `(epoch, step, spearman)` scored; `best_step` is the step that
     scored best (0: before training).
+
+    The pairs are checked when the callback is made: `ValueError` for fewer
+    than 2 pairs, sides and scores of different lengths, or gold scores all
+    equal (`TypeError`/`ValueError` for bad arguments, naming them). Dev
+    sentences longer than the preprocessor's maximum length give one
+    `TruncationWarning`, at the first evaluation only. A step whose cosines
+    are all equal or not finite (a collapsed encoder) scores NaN and is
+    never kept as the best.
 
     Args:
         encoder: the `kcse.SentenceEncoder` being trained (for SimCSE, the
@@ -50,12 +65,13 @@ class STSEvaluator(keras.callbacks.Callback):
         name="val",
     ):
         super().__init__()
-        if every_n_steps is not None and every_n_steps < 1:
-            raise ValueError(f"every_n_steps must be >= 1; got {every_n_steps}.")
+        if every_n_steps is not None:
+            every_n_steps = check_count(every_n_steps, "every_n_steps")
         self.encoder = encoder
         self.pairs = as_sentence_pairs(pairs)
+        check_scorable(self.pairs)
         self.every_n_steps = every_n_steps
-        self.batch_size = batch_size
+        self.batch_size = check_count(batch_size, "batch_size")
         self.restore_best_weights = restore_best_weights
         self.metric_name = f"{name}_spearman"
         self.history = []
@@ -93,12 +109,20 @@ class STSEvaluator(keras.callbacks.Callback):
         # Reading `self.model` syncs the JAX training state into the
         # variables the encoder reads.
         _ = self.model
-        spearman = evaluate_sts(self.encoder, self.pairs, self.batch_size)[
-            "spearman"
-        ]
+        with warnings.catch_warnings():
+            if self.history:  # Truncation was reported at the first one.
+                warnings.simplefilter("ignore", TruncationWarning)
+            try:
+                spearman = evaluate_sts(self.encoder, self.pairs, self.batch_size)[
+                    "spearman"
+                ]
+            except UndefinedCorrelationError:  # Collapsed: never the best.
+                spearman = math.nan
         self.history.append((self._epoch, self._step, spearman))
         self._last = spearman
-        if self.best_spearman is None or spearman > self.best_spearman:
+        if not math.isnan(spearman) and (
+            self.best_spearman is None or spearman > self.best_spearman
+        ):
             self.best_spearman = spearman
             self.best_step = self._step
             if self.restore_best_weights:

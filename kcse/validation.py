@@ -1,0 +1,88 @@
+"""Argument checks shared by kcse's Python API (imports nothing heavy).
+
+Bad arguments raise `TypeError` or `ValueError` naming the argument (and,
+for a list, the index of the bad element) before any work starts, rather
+than failing deep inside NumPy, TensorFlow or Keras.
+"""
+
+import numbers
+import os
+import sys
+
+_PACKAGE_FOLDER = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+class TruncationWarning(UserWarning):
+    """Some sentences were longer than the preprocessor's maximum length.
+
+    They were cut to it (`sequence_length`, special tokens included). Raise
+    the preprocessor's `sequence_length` to keep them whole. Silence it with
+    `warnings.filterwarnings("ignore", category=TruncationWarning)`.
+    """
+
+
+def check_texts(texts, name="texts"):
+    """`texts` as a list of str; a str is one text.
+
+    Raises:
+        TypeError: `texts` is neither a str nor an iterable of str (the
+            message names `name`), or an element is not a str (it names
+            `name[i]` and the element's type).
+    """
+    if isinstance(texts, str):
+        return [texts]
+    if isinstance(texts, (bytes, dict)) or not _is_iterable(texts):
+        raise TypeError(
+            f"{name} must be a str or an iterable of str; got "
+            f"{type(texts).__name__}."
+        )
+    texts = list(texts)
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(
+                f"{name}[{index}] must be a str; got {type(text).__name__} "
+                f"({_short_repr(text)})."
+            )
+    return texts
+
+
+def check_count(value, name, minimum=1):
+    """`value` as an int >= `minimum` (bools are not counts).
+
+    Raises:
+        TypeError: `value` is not an int (the message names `name`).
+        ValueError: `value` is below `minimum` (it names `name`).
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(
+            f"{name} must be an int >= {minimum}; got {type(value).__name__} "
+            f"{_short_repr(value)}."
+        )
+    if value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}; got {value}.")
+    return int(value)
+
+
+def user_stacklevel():
+    """The `warnings.warn` stacklevel of the first caller outside kcse.
+
+    Called from the function that warns; the warning then points at the
+    user's line rather than at kcse's internals.
+    """
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_FOLDER):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _is_iterable(value):
+    try:
+        iter(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _short_repr(value, limit=40):
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
