@@ -1,0 +1,77 @@
+"""Starting TensorFlow without its start-up lines on the terminal.
+
+Importing TensorFlow writes C++ log lines to the process's stderr before
+its logging is configured (oneDNN, cudart, CPU features, cuInit), and
+`TF_CPP_MIN_LOG_LEVEL` does not reach all of them. The `kcse` command and
+the recipes call `start_tensorflow` after their arguments are checked: it
+imports TensorFlow and Keras and lists the devices with file descriptor 2
+sent to a temporary file, then writes back whatever is not one of those
+start-up lines (a real error stays visible).
+"""
+
+import contextlib
+import importlib
+import os
+import re
+import sys
+import tempfile
+
+# TensorFlow's start-up lines: absl INFO and WARNING records, the absl
+# preamble, the CPU-feature note's second line, and cuInit on a machine
+# without a GPU.
+START_UP_LINE = re.compile(
+    rb"^(?:[IW]\d{4} |E\d{4} .*cuInit|WARNING: All log messages before absl"
+    rb"|To enable the following instructions)"
+)
+
+
+def start_tensorflow(verbose=False):
+    """Imports TensorFlow and Keras, hiding their start-up lines unless `verbose`.
+
+    Sets `TF_CPP_MIN_LOG_LEVEL=2` (TensorFlow's INFO and WARNING records)
+    when the environment does not set it. Safe to call more than once.
+    """
+    if verbose or "tensorflow" in sys.modules:
+        importlib.import_module("keras")
+        return
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    with _stderr_to_file() as captured:
+        importlib.import_module("keras")
+        tensorflow = importlib.import_module("tensorflow")
+        tensorflow.config.list_physical_devices()  # Device discovery logs (cuInit).
+    _write_stderr([line for line in captured if not START_UP_LINE.match(line)])
+
+
+@contextlib.contextmanager
+def _stderr_to_file():
+    """Sends file descriptor 2 to a temporary file; yields the list of its lines.
+
+    The list is filled when the block ends; after an exception every
+    captured line is written back before the exception goes on.
+    """
+    captured = []
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as file:
+        os.dup2(file.fileno(), 2)
+        try:
+            yield captured
+        except BaseException:
+            _restore(saved, file, captured)
+            _write_stderr(captured)
+            raise
+        _restore(saved, file, captured)
+
+
+def _restore(saved, file, captured):
+    sys.stderr.flush()
+    os.dup2(saved, 2)
+    os.close(saved)
+    file.seek(0)
+    captured.extend(file.readlines())
+
+
+def _write_stderr(lines):
+    if lines:
+        sys.stderr.buffer.write(b"".join(lines))
+        sys.stderr.flush()
