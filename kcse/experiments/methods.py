@@ -43,6 +43,8 @@ from kcse.consert import ConSERT
 from kcse.datasets.chinese import LABEL_SCALES
 from kcse.datasets.nli import NLITriplets
 from kcse.experiments.protocols import training_sentences
+from kcse.experiments.command_line import CONSERT_MODES
+from kcse.experiments.command_line import split_view
 from kcse.experiments.provenance import content_digest
 from kcse.layers import view_augmentation
 from kcse.sg_opt import SGOpt
@@ -160,7 +162,7 @@ class SGOptMethod(Method):
         }
 
 
-# ConSERT's view names (`parse_view`) and the layers they make.
+# ConSERT's views (`kcse.experiments.command_line.split_view`) and their layers.
 VIEWS = {
     "shuffle": view_augmentation.TokenShuffle,
     "token_cutoff": view_augmentation.TokenCutoff,
@@ -169,31 +171,19 @@ VIEWS = {
     "dropout": view_augmentation.EmbeddingDropout,
     "adversarial": view_augmentation.AdversarialPerturbation,
 }
-CONSERT_MODES = ("unsup", "sup", "joint", "sup-unsup", "joint-unsup")
 
 
 def parse_view(text):
     """A view layer from `name[:value]`, e.g. `feature_cutoff:0.2`; `none`.
 
     The value is the rate of the cutoffs and dropout, the noise norm of
-    `adversarial`; `shuffle` takes none.
+    `adversarial`; `shuffle` takes none. Raises ValueError for a bad spec
+    (`split_view`).
     """
-    name, _, value = text.partition(":")
+    name, value = split_view(text)
     if name == "none":
         return None
-    if name not in VIEWS:
-        raise ValueError(
-            f"Unknown view {name!r}; choose from none, {', '.join(VIEWS)}."
-        )
-    if not value:
-        return VIEWS[name]()
-    if name == "shuffle":
-        raise ValueError(f"The shuffle view takes no value; got {text!r}.")
-    try:
-        number = float(value)
-    except ValueError:
-        raise ValueError(f"View {text!r}: {value!r} is not a number.") from None
-    return VIEWS[name](number)
+    return VIEWS[name]() if value is None else VIEWS[name](value)
 
 
 class ConSERTMethod(Method):

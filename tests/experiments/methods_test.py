@@ -144,9 +144,10 @@ def test_consert_two_stage_mode_trains_on_nli_then_sentences(
     "arguments, message",
     [
         (["--mode", "joint"], "--mode joint trains on NLI pairs: give --nli FILE"),
-        (["--views", "shuffle,blur:0.1"], "Unknown view 'blur'"),
-        (["--views", "feature_cutoff:much,shuffle"], "'much' is not a number"),
-        (["--views", "shuffle"], "ConSERT needs two views"),
+        (["--views", "shuffle,blur:0.1"], "argument --views: unknown view 'blur'"),
+        (["--views", "feature_cutoff:much,shuffle"],
+         "view 'feature_cutoff:much': the rate must be a finite number >= 0 and < 1; got 'much'"),
+        (["--views", "shuffle"], "ConSERT takes two views; got 1"),
         (["--mode", "sup", "--nli", "/no/such.jsonl"], "/no/such.jsonl"),
     ],
 )
@@ -167,9 +168,10 @@ def test_parse_view_makes_the_layers():
 
 
 def test_protocol_takes_the_method_defaults_then_the_flags():
+    from kcse.experiments import command_line
     from kcse.experiments import comparison
 
-    parser = comparison.comparison_parser("doc\n\nmore", "out")
+    parser = command_line.comparison_parser("doc\n\nmore", "out")
     args = parser.parse_args(["--protocol", "clean", "--batch-size", "8",
                               "--no-select-on-valid"])
     protocol = comparison.protocol_from_args(args, methods.ConSERTMethod())

@@ -1,0 +1,273 @@
+"""The flags of the comparison recipes and `kcse train`, checked before any work.
+
+Every recipe (`recipes/chinese_simcse.py`, `consert.py`, `sg_opt.py`,
+`sup_simcse.py`) is `comparison_parser` plus its method's flags
+(`add_method_arguments`), run by `recipe_main`; `kcse train` shares the
+training and method flags. Values are checked as they are parsed (ranges,
+names) and by `check_comparison_arguments` (files, folders, models, flags
+that depend on each other), all before TensorFlow is imported: this module
+imports nothing heavy. A failure is one line, `<recipe>: error: ...`, exit 2.
+"""
+
+import argparse
+import pathlib
+import sys
+
+from kcse import arguments
+from kcse.datasets.chinese import BUNDLED_CHINESE_STS
+from kcse.datasets.chinese import CHINESE_TASKS
+from kcse.datasets.chinese import chinese_task_path
+from kcse.experiments.model_names import check_model
+from kcse.experiments.protocols import PROTOCOLS
+from kcse.experiments.protocols import SPLITS
+
+# The default (CPU) run: training sentences per task (Su's: 10,000) and
+# poolings (Su's: P1..P4), so that it fits 20 minutes on 2 CPU cores.
+DEFAULT_SENTENCES = 500
+DEFAULT_POOLINGS = ("P1", "P3")
+SU_POOLINGS = ["P1", "P2", "P3", "P4"]
+# Su's names of the poolings, then kcse's (`kcse.layers.SentencePooling`).
+POOLINGS = ("P1", "P2", "P3", "P4", "cls", "pooler", "last_avg",
+            "first_last_avg", "last2avg", "max")
+# The training methods of column c (`kcse.experiments.methods.METHODS`);
+# all of them contrast in-batch negatives, so a batch needs 2 sentences.
+METHOD_NAMES = ("simcse", "consert", "sg_opt", "sup_simcse")
+SMALLEST_BATCH = 2
+CONSERT_MODES = ("unsup", "sup", "joint", "sup-unsup", "joint-unsup")
+# ConSERT's views: the value each takes (`split_view`).
+VIEW_VALUES = {
+    "shuffle": None,
+    "token_cutoff": "rate",
+    "feature_cutoff": "rate",
+    "span_cutoff": "rate",
+    "dropout": "rate",
+    "adversarial": "norm",
+}
+
+
+def split_view(text):
+    """`(name, value)` of a view spec `name[:value]`; `("none", None)`.
+
+    Rates (cutoffs, dropout) must be in [0, 1), `adversarial`'s noise norm
+    above 0; `shuffle` takes no value; a rate left out is the view's
+    default. Raises ValueError naming the spec.
+    """
+    name, colon, value = text.partition(":")
+    if name == "none" and not colon:
+        return name, None
+    if name not in VIEW_VALUES:
+        raise ValueError(f"unknown view {name!r}; choose from none, {', '.join(VIEW_VALUES)}")
+    kind = VIEW_VALUES[name]
+    if not colon:
+        return name, None
+    if kind is None:
+        raise ValueError(f"the {name} view takes no value; got {text!r}")
+    bounded = arguments.rate if kind == "rate" else arguments.positive_number
+    try:
+        return name, bounded(value)
+    except argparse.ArgumentTypeError as error:
+        raise ValueError(f"view {text!r}: the {kind} {error}") from None
+
+
+def two_views(text):
+    """An argparse type: ConSERT's two views, each checked by `split_view`."""
+    views = arguments.comma_list(text)
+    if len(views) != 2:
+        raise argparse.ArgumentTypeError(f"ConSERT takes two views; got {len(views)} in {text!r}")
+    for view in views:
+        try:
+            split_view(view)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    return views
+
+
+def comparison_parser(doc, output, poolings=DEFAULT_POOLINGS):
+    """The recipes' shared arguments; `doc` is the recipe's docstring.
+
+    `output` is the default results folder; `poolings` the default ones.
+    The training settings default to None: the protocol's, or the
+    method's `protocol_defaults`.
+    """
+    parser = arguments.Parser(
+        description=doc.split("\n\n")[0],
+        epilog=doc.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    group = parser.add_argument_group("grid")
+    group.add_argument("--models", type=arguments.comma_list, default=["e5-small"],
+                       help="Su's names (BERT, RoBERTa, NEZHA, WoBERT, RoFormer, "
+                       "SimBERT, SimBERT-small, SimBERT-tiny) under "
+                       "--checkpoint-root, e5-small, a keras-hub preset, a local "
+                       "folder, or PATH:family (default: e5-small)")
+    group.add_argument("--poolings", type=arguments.choices_list(POOLINGS),
+                       default=list(poolings),
+                       help=f"P1..P4 (default: {','.join(poolings)}; Su: "
+                       "P1,P2,P3,P4; P2 is skipped without a pooler)")
+    group.add_argument("--tasks", type=arguments.choices_list(CHINESE_TASKS),
+                       default=["STS-B"],
+                       help="ATEC, BQ, LCQMC, PAWSX, STS-B (default: STS-B)")
+    group.add_argument("--protocol", choices=sorted(PROTOCOLS), default="su")
+    group.add_argument("--checkpoint-root", type=pathlib.Path,
+                       help="folder holding the original checkpoint folders")
+    group.add_argument("--data-dir", type=pathlib.Path, default=None,
+                       help="<TASK>/<TASK>.{train,valid,test}.data folders "
+                       "(default: the Chinese STS-B bundled with kcse)")
+    group.add_argument("--output", type=pathlib.Path, default=output)
+    group.add_argument("--seed", type=arguments.seed, default=0,
+                       help="seed of the first training run (data order, dropout)")
+    group.add_argument("--seeds", type=arguments.positive_integer, default=1,
+                       help="train column c this many times, with seeds SEED, "
+                       "SEED+1, ...; tables show mean ± sample std and n "
+                       "(default: 1; Su warns that reruns fluctuate)")
+    group.add_argument("--show-published", action="store_true",
+                       help="also print Su's whole published table for the tasks "
+                       "(results.md shows his cell beside ours where he has the model)")
+    group.add_argument("--plot", action="store_true",
+                       help="a PNG per cell: gold vs cosine, raw and trained "
+                       "(needs matplotlib)")
+    add_verbose_argument(parser)
+    add_training_arguments(parser)
+    group.add_argument("--trained-splits", type=arguments.choices_list(SPLITS),
+                       help="splits column c is scored on (default: "
+                       "test; a and b are scored on every split)")
+    return parser
+
+
+def add_verbose_argument(parser):
+    parser.add_argument("--verbose", action="store_true",
+                        help="show TensorFlow's start-up and device messages")
+
+
+def add_training_arguments(parser):
+    """The protocol's settings, as flags (None: the protocol's or method's)."""
+    settings = parser.add_argument_group(
+        "training (defaults: the protocol's, i.e. Su's, unless the method's differ)")
+    settings.add_argument("--sentences", type=arguments.positive_integer,
+                          default=DEFAULT_SENTENCES,
+                          help="unlabelled training sentences per task (Su: "
+                          "10000; PAWSX always uses all; default "
+                          f"{DEFAULT_SENTENCES} to save time on a CPU)")
+    settings.add_argument("--epochs", type=arguments.positive_integer)
+    settings.add_argument("--batch-size", type=arguments.integer(minimum=SMALLEST_BATCH),
+                          help="sentences per (global) batch, at least "
+                          f"{SMALLEST_BATCH}: in-batch negatives")
+    settings.add_argument("--learning-rate", type=arguments.positive_number)
+    settings.add_argument("--dropout", type=arguments.rate,
+                          help="hidden dropout, in [0, 1) (Su: 0.3)")
+    settings.add_argument("--temperature", type=arguments.positive_number)
+    settings.add_argument("--negatives", choices=["both_views", "cross_view"])
+    settings.add_argument("--max-length", type=arguments.positive_integer,
+                          help="tokens (Su: 64)")
+    settings.add_argument("--long-max-length", type=arguments.positive_integer,
+                          help="PAWSX's (Su: 128)")
+    settings.add_argument("--eval-every", type=arguments.positive_integer,
+                          help="steps between valid scores (clean protocol)")
+    settings.add_argument("--select-on-valid", action=argparse.BooleanOptionalAction,
+                          help="keep the best step on valid (default: the "
+                          "protocol's: clean yes, su no)")
+
+
+def add_method_arguments(parser, names):
+    """The flags of the methods `names` (of `METHOD_NAMES`)."""
+    if "consert" in names:
+        group = parser.add_argument_group("ConSERT")
+        group.add_argument("--views", type=two_views,
+                           default=["shuffle", "feature_cutoff:0.2"],
+                           help="two views: none, shuffle, token_cutoff:R, "
+                           "feature_cutoff:R, span_cutoff:R, dropout:R, "
+                           "adversarial:NORM (default: shuffle,feature_cutoff:0.2)")
+        group.add_argument("--mode", choices=CONSERT_MODES, default="unsup")
+        group.add_argument("--contrastive-weight", type=arguments.non_negative_number,
+                           default=1.0, help="α of the joint modes")
+    if "sg_opt" in names:
+        group = parser.add_argument_group("SG-OPT")
+        group.add_argument("--projection-dim", type=arguments.positive_integer,
+                           default=4096, help="width of the projection head (4096)")
+        group.add_argument("--regularization", type=arguments.non_negative_number,
+                           default=0.1, help="λ on Σ‖θ_T − θ_F‖² (0.1)")
+    if "sup_simcse" in names:
+        group = parser.add_argument_group("supervised SimCSE")
+        group.add_argument("--hard-negative-weight", type=arguments.number(), default=0.0)
+    if {"consert", "sup_simcse"} & set(names):
+        parser.add_argument(
+            "--nli", type=pathlib.Path,
+            help="SNLI / CNSD JSON-lines file: ConSERT's supervised modes; "
+            "supervised SimCSE's triplets (default: from the task's train labels)")
+
+
+def check_method_arguments(method, args):
+    """Flags of `method` that depend on each other or on files."""
+    if method == "consert" and args.mode != "unsup" and args.nli is None:
+        raise arguments.UsageError(f"--mode {args.mode} trains on NLI pairs: give --nli FILE")
+    if getattr(args, "nli", None) is not None:
+        arguments.check_input_file(args.nli, "--nli")
+
+
+def check_comparison_arguments(args, method):
+    """Everything of a recipe's `args` that can be checked without TensorFlow."""
+    if args.seed + args.seeds > arguments.SEED_LIMIT:
+        raise arguments.UsageError(
+            f"--seed {args.seed} --seeds {args.seeds}: seeds must stay below "
+            f"{arguments.SEED_LIMIT}")
+    if args.data_dir is not None:
+        arguments.check_input_folder(args.data_dir, "--data-dir")
+    check_task_files(args.data_dir, args.tasks)
+    if args.checkpoint_root is not None:
+        arguments.check_input_folder(args.checkpoint_root, "--checkpoint-root")
+    for name in args.models:
+        check_model(name, "--models", args.checkpoint_root)
+    arguments.check_output(args.output, "--output", folder=True)
+    if args.plot and not _importable("matplotlib"):
+        raise arguments.UsageError('--plot needs matplotlib: pip install -e ".[plot]"')
+    check_method_arguments(method, args)
+
+
+def check_task_files(data_dir, tasks):
+    """Every split file of `tasks` is under `data_dir` (default: bundled)."""
+    folder = BUNDLED_CHINESE_STS if data_dir is None else data_dir
+    for task in tasks:
+        for split in SPLITS:
+            try:
+                path = chinese_task_path(folder, task, split)
+            except FileNotFoundError as error:
+                raise arguments.UsageError(" ".join(str(error).split())) from None
+            arguments.check_input_file(path, f"--tasks {task}:")
+
+
+def _importable(name):
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
+
+
+def recipe_main(method_name, doc, output, argv=None, poolings=DEFAULT_POOLINGS):
+    """A comparison recipe's `main`: its method's flags, checks, then the grid.
+
+    Returns the `ResultStore`; a bad argument or input exits 2 with one line,
+    failed cells exit 1 after the others ran.
+    """
+    parser = comparison_parser(doc, output, poolings)
+    add_method_arguments(parser, [method_name])
+    try:
+        args = parser.parse_args(argv)
+        check_comparison_arguments(args, method_name)
+    except arguments.UsageError as error:
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        sys.exit(2)
+    from kcse.tensorflow_start import start_tensorflow
+
+    arguments.one_line_warnings(parser.prog)
+    start_tensorflow(args.verbose)
+    from kcse.experiments import comparison
+
+    try:
+        method = comparison.method_from_args(method_name, args)
+    except (OSError, ValueError) as error:  # The contents of --nli.
+        print(f"{parser.prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
+        sys.exit(2)
+    try:
+        return comparison.run_comparison(args, method)
+    except comparison.ComparisonError as error:
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        sys.exit(error.exit_code)
