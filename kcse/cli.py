@@ -267,7 +267,7 @@ def read_pair_files(paths):
     for path in paths:
         try:
             read = read_pairs(path)
-        except (ValueError, UnicodeDecodeError) as error:
+        except (OSError, ValueError) as error:  # UnicodeDecodeError included.
             raise UsageError(one_line(error, path)) from None
         if len(read) == 0:
             raise UsageError(f"{path}: no labelled sentence pairs")
@@ -352,17 +352,27 @@ def run_train(args):
 def run_evaluate(args):
     pairs = read_pair_files(args.data)
     start_tensorflow(args.verbose)
+    from kcse.evaluation.sts import UndefinedCorrelationError
+    from kcse.evaluation.sts import check_scorable
     from kcse.evaluation.sts import evaluate_sts
 
+    for path, read in zip(args.data, pairs):
+        try:
+            check_scorable(read)  # At least 2 pairs; gold scores not all equal.
+        except ValueError as error:
+            raise UsageError(one_line(error, path)) from None
     encoder, prefix, _ = load_encoder(args)
     rows = []
     for path, read in zip(args.data, pairs):
-        result = evaluate_sts(
-            encoder,
-            ([prefix + s for s in read.sentences1], [prefix + s for s in read.sentences2],
-             read.scores),
-            batch_size=args.batch_size,
-        )
+        try:
+            result = evaluate_sts(
+                encoder,
+                ([prefix + s for s in read.sentences1],
+                 [prefix + s for s in read.sentences2], read.scores),
+                batch_size=args.batch_size,
+            )
+        except UndefinedCorrelationError as error:
+            raise CommandFailed(one_line(error, path)) from None
         rows.append({"data": str(path)} | result)
     width = max(len(row["data"]) for row in rows)
     print(f"{'data':<{width}}  {'pairs':>6}  {'spearman':>8}  {'pearson':>8}")

@@ -300,3 +300,17 @@ def test_a_command_is_quiet_and_plain_when_piped(tiny_model, tmp_path):
     assert "\x1b" not in result.stdout and "\b" not in result.stdout
     assert "wrote 3 vectors" in result.stdout
     assert np.load(tmp_path / "v.npy").shape[0] == 3
+
+
+@pytest.mark.parametrize("content, message", [
+    ("一个人\t两个人\t3\n", "needs at least 2 pairs; got 1"),
+    ("一个人\t两个人\t3\n猫\t狗\t3\n", "gold scores are all equal (3)"),
+])
+def test_evaluate_refuses_pairs_without_a_correlation(content, message, tmp_path, capsys):
+    from kcse import cli
+
+    data = tmp_path / "few.data"
+    data.write_text(content, encoding="utf-8")
+    assert cli.main(["evaluate", "--model", "e5-small", "--data", str(data)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith(f"kcse evaluate: error: {data}: ") and message in error, error
