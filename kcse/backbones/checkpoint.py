@@ -7,8 +7,8 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
-from kcse.backbones.families import FAMILIES
-from kcse.backbones.families import JIEBA_FAMILIES
+from kcse.checkpoint_families import FAMILIES
+from kcse.checkpoint_families import JIEBA_FAMILIES
 from kcse.backbones.jieba_word_piece_tokenizer import JiebaWordPieceTokenizer
 from kcse.backbones.relative_position_backbone import ACTIVATIONS
 from kcse.backbones.relative_position_backbone import NezhaBackbone

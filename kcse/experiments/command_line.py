@@ -173,22 +173,26 @@ def add_method_arguments(parser, names):
     if "consert" in names:
         group = parser.add_argument_group("ConSERT")
         group.add_argument("--views", type=two_views,
-                           default=["shuffle", "feature_cutoff:0.2"],
+                           default=METHOD_DEFAULTS["views"],
                            help="two views: none, shuffle, token_cutoff:R, "
                            "feature_cutoff:R, span_cutoff:R, dropout:R, "
                            "adversarial:NORM (default: shuffle,feature_cutoff:0.2)")
-        group.add_argument("--mode", choices=CONSERT_MODES, default="unsup")
+        group.add_argument("--mode", choices=CONSERT_MODES, default=METHOD_DEFAULTS["mode"])
         group.add_argument("--contrastive-weight", type=arguments.non_negative_number,
-                           default=1.0, help="α of the joint modes")
+                           default=METHOD_DEFAULTS["contrastive_weight"],
+                           help="α of the joint modes")
     if "sg_opt" in names:
         group = parser.add_argument_group("SG-OPT")
         group.add_argument("--projection-dim", type=arguments.positive_integer,
-                           default=4096, help="width of the projection head (4096)")
+                           default=METHOD_DEFAULTS["projection_dim"],
+                           help="width of the projection head (4096)")
         group.add_argument("--regularization", type=arguments.non_negative_number,
-                           default=0.1, help="λ on Σ‖θ_T − θ_F‖² (0.1)")
+                           default=METHOD_DEFAULTS["regularization"],
+                           help="λ on Σ‖θ_T − θ_F‖² (0.1)")
     if "sup_simcse" in names:
         group = parser.add_argument_group("supervised SimCSE")
-        group.add_argument("--hard-negative-weight", type=arguments.number(), default=0.0)
+        group.add_argument("--hard-negative-weight", type=arguments.number(),
+                           default=METHOD_DEFAULTS["hard_negative_weight"])
     if {"consert", "sup_simcse"} & set(names):
         parser.add_argument(
             "--nli", type=pathlib.Path,
@@ -196,8 +200,29 @@ def add_method_arguments(parser, names):
             "supervised SimCSE's triplets (default: from the task's train labels)")
 
 
+# Each method's own flags (`add_method_arguments`), by destination.
+METHOD_FLAGS = {
+    "views": ("consert",), "mode": ("consert",), "contrastive_weight": ("consert",),
+    "projection_dim": ("sg_opt",), "regularization": ("sg_opt",),
+    "hard_negative_weight": ("sup_simcse",), "nli": ("consert", "sup_simcse"),
+}
+METHOD_DEFAULTS = {
+    "views": ["shuffle", "feature_cutoff:0.2"], "mode": "unsup", "contrastive_weight": 1.0,
+    "projection_dim": 4096, "regularization": 0.1, "hard_negative_weight": 0.0, "nli": None,
+}
+
+
 def check_method_arguments(method, args):
-    """Flags of `method` that depend on each other or on files."""
+    """Flags of `method` that depend on each other or on files.
+
+    A flag of another method (`kcse train --method simcse --views ...`)
+    would be ignored, so it is an error.
+    """
+    for name, methods in METHOD_FLAGS.items():
+        if method not in methods and getattr(args, name, None) != METHOD_DEFAULTS[name]:
+            flag = "--" + name.replace("_", "-")
+            raise arguments.UsageError(
+                f"{flag} is a flag of {' and '.join(methods)}, not of --method {method}")
     if method == "consert" and args.mode != "unsup" and args.nli is None:
         raise arguments.UsageError(f"--mode {args.mode} trains on NLI pairs: give --nli FILE")
     if getattr(args, "nli", None) is not None:

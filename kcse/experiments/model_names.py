@@ -6,7 +6,7 @@ and loads them.
 """
 
 from kcse import arguments
-from kcse.backbones.families import FAMILIES
+from kcse.checkpoint_families import FAMILIES
 
 # Su's models: checkpoint folder names (as released) and kcse family.
 SU_CHECKPOINTS = {
