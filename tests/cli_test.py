@@ -51,6 +51,8 @@ def test_train_writes_the_encoder_and_its_scores(trained):
     assert record["before"]["spearman"] != record["after"]["spearman"]
     assert f"test before: Spearman {record['before']['spearman']:.2f}" in out
     assert f"test after SimCSE: Spearman {record['after']['spearman']:.2f}" in out
+    # Piped: Keras' per-epoch line, not its ANSI-coloured live bar.
+    assert "\x1b" not in out and "\b" not in out and "loss:" in out
     encoder = keras.saving.load_model(folder / "run" / "encoder.keras")
     pairs = kcse.data.read_pairs(folder / "data" / "STS-B" / "STS-B.test.data")
     again = kcse.evaluation.evaluate_sts(encoder, pairs)["spearman"]

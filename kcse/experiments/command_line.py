@@ -219,7 +219,8 @@ def check_method_arguments(method, args):
     would be ignored, so it is an error.
     """
     for name, methods in METHOD_FLAGS.items():
-        if method not in methods and getattr(args, name, None) != METHOD_DEFAULTS[name]:
+        if (method not in methods and hasattr(args, name)
+                and getattr(args, name) != METHOD_DEFAULTS[name]):
             flag = "--" + name.replace("_", "-")
             raise arguments.UsageError(
                 f"{flag} is a flag of {' and '.join(methods)}, not of --method {method}")
