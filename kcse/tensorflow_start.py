@@ -28,13 +28,16 @@ START_UP_LINE = re.compile(
 def start_tensorflow(verbose=False):
     """Imports TensorFlow and Keras, hiding their start-up lines unless `verbose`.
 
-    Sets `TF_CPP_MIN_LOG_LEVEL=2` (TensorFlow's INFO and WARNING records)
-    when the environment does not set it. Safe to call more than once.
+    Sets `TF_CPP_MIN_LOG_LEVEL=3` when the environment does not set it:
+    TensorFlow's C++ records, ERROR included, stay off the terminal during
+    the run too (e.g. "oneDNN supports DT_INT64 only on platforms with
+    AVX-512" while training on this CPU); its failures still arrive as
+    Python exceptions. Safe to call more than once.
     """
     if verbose or "tensorflow" in sys.modules:
         importlib.import_module("keras")
         return
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     with _stderr_to_file() as captured:
         importlib.import_module("keras")
         tensorflow = importlib.import_module("tensorflow")
