@@ -19,7 +19,6 @@ import json
 import pathlib
 import sys
 import time
-import warnings
 
 from kcse import arguments
 from kcse import atomic_files
@@ -415,9 +414,9 @@ def run_encode(args):
     import keras
     import numpy as np
 
+    from kcse.sentence_encoder import predict_in_length_order
     from kcse.sentence_encoder import truncated_texts
     from kcse.sentence_encoder import warn_if_truncated
-    from kcse.validation import TruncationWarning
 
     encoder, prefix, _ = load_encoder(args)
     texts_in = [prefix + text for text in texts]
@@ -430,9 +429,9 @@ def run_encode(args):
     vectors = []
     for start in range(0, len(texts), chunk):
         batch = texts_in[start : start + chunk]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", TruncationWarning)
-            vectors.append(encoder.encode(batch, batch_size=args.batch_size))
+        # `encode` without its own truncation count (done above, once).
+        vectors.append(predict_in_length_order(encoder, encoder.preprocessor, batch,
+                                               args.batch_size))
         progress.add(len(batch))
     vectors = np.concatenate(vectors).astype("float32")
     if args.normalize:
