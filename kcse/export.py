@@ -10,6 +10,7 @@ import keras
 import numpy as np
 
 from kcse import atomic_files
+from kcse import compat
 
 # The signatures of an exported encoder.
 STRINGS_SIGNATURE = "serving_default"
@@ -343,7 +344,7 @@ def text_resources(preprocessor):
         return []
     return [
         value
-        for layer in preprocessor._flatten_layers()
+        for layer in [preprocessor, *compat.sublayers(preprocessor)]
         for value in vars(layer).values()
         if isinstance(value, tf.Module)
     ]

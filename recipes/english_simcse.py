@@ -28,7 +28,7 @@ def parse_args(argv=None):
     from kcse.experiments.command_line import POOLINGS
     from kcse.experiments.command_line import SMALLEST_BATCH
     from kcse.experiments.command_line import add_verbose_argument
-    from kcse.experiments.model_names import check_model
+    from kcse.models.model_sources import check_model
 
     parser = arguments.Parser(
         description=__doc__.split("\n\n")[0],

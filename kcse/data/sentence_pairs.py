@@ -14,7 +14,26 @@ SICK_HEADER = "pair_ID\tsentence_A\tsentence_B\trelatedness_score"
 
 
 class MalformedLineError(ValueError):
-    """A line of a pair file that cannot be read; names file and line."""
+    """A line of a pair file that cannot be read; names file and line.
+
+    Example:
+    ```python
+    import pathlib
+
+    import kcse
+
+    pathlib.Path("pairs.data").write_text(
+        "一个女孩在梳头。\\t一个女孩在做发型。\\t4\\n只有一个句子\\n", encoding="utf-8")
+    try:
+        kcse.data.read_pairs("pairs.data")  # on_error="raise", the default
+    except kcse.data.MalformedLineError as error:
+        message = str(error)
+    message  # 'pairs.data:2: expected 3 tab-separated fields (s1, s2, label); got 1.'
+
+    pairs = kcse.data.read_pairs("pairs.data", on_error="skip")  # warns: skipped 1 malformed line
+    len(pairs), pairs.skipped  # (1, [2])
+    ```
+    """
 
 
 @dataclasses.dataclass
@@ -28,6 +47,19 @@ class SentencePairs:
         skipped: line numbers (1-based) that were not read: malformed lines
             skipped with `on_error="skip"`, and STS pairs without a gold
             score (which have no label and are always left out).
+
+    Example:
+    ```python
+    import numpy as np
+
+    import kcse
+
+    pairs = kcse.data.SentencePairs(
+        ["A cat sits.", "A dog runs."], ["A cat is sitting.", "A man sings."],
+        np.array([4.5, 0.2]))
+    len(pairs)  # 2
+    pairs.sentences()  # ['A cat sits.', 'A cat is sitting.', 'A dog runs.', 'A man sings.']
+    ```
     """
 
     sentences1: list
@@ -91,8 +123,19 @@ def read_pairs(path, format="auto", on_error="raise", encoding="utf-8-sig"):
 
     Example:
     ```python
-    pairs = kcse.data.read_pairs("STS-B/STS-B.test.data")
-    len(pairs), pairs.sentences1[0], pairs.scores[0]
+    import pathlib
+
+    import kcse
+
+    pairs = kcse.data.read_pairs(kcse.data.BUNDLED_CHINESE_STS / "STS-B" / "STS-B.test.data")
+    len(pairs), pairs.sentences1[0], float(pairs.scores[0])  # (1361, '一个女孩在给她的头发做发型。', 2.0)
+
+    # SemEval STS TSV (`score<TAB>s1<TAB>s2`), detected from the first line.
+    pathlib.Path("MSRpar.test.tsv").write_text(
+        "4.5\\tA cat sits.\\tA cat is sitting.\\n\\tNo gold score.\\tLeft out.\\n",
+        encoding="utf-8")
+    pairs = kcse.data.read_pairs("MSRpar.test.tsv")
+    pairs.scores.tolist(), pairs.skipped  # ([4.5], [2])
     ```
     """
     if on_error not in ("raise", "skip"):

@@ -16,6 +16,27 @@ class UndefinedCorrelationError(ValueError):
 
     A collapsed or diverged encoder, not bad input; `STSEvaluator` scores
     such a step as NaN instead of stopping training.
+
+    Example:
+    ```python
+    import numpy as np
+    import kcse
+
+
+    class CollapsedEncoder:
+        # Gives every sentence the same vector, as a collapsed model does.
+
+        def encode(self, texts, batch_size=64):
+            return np.ones((len(texts), 4), "float32")
+
+
+    pairs = (["a cat", "a dog", "a man"], ["the cat", "one dog", "a car"], [5, 3, 0])
+    try:
+        kcse.evaluation.evaluate_sts(CollapsedEncoder(), pairs)
+    except kcse.evaluation.UndefinedCorrelationError as error:  # a ValueError
+        message = str(error)
+    message  # 'The predicted cosines are all equal (1): the encoder gives every pair ...'
+    ```
     """
 
 
@@ -143,9 +164,32 @@ def evaluate_sts(encoder, pairs_or_path, batch_size=64):
             or `batch_size` is not an int.
 
     Example:
+
+    A tiny random encoder and pairs file; a real run scores a pretrained
+    encoder on a test set such as `STS-B/STS-B.test.data`.
+
     ```python
-    result = kcse.evaluation.evaluate_sts(encoder, "STS-B/STS-B.test.data")
-    print(f"{result['spearman']:.2f} on {result['n']} pairs")
+    import pathlib
+
+    import keras_hub
+    import kcse
+
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+                  "a", "cat", "dog", "sat", "ran", "the"]
+    preprocessor = keras_hub.models.BertTextEmbedderPreprocessor(
+        keras_hub.models.BertTokenizer(vocabulary=vocabulary), sequence_length=8)
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=len(vocabulary), num_layers=2, num_heads=2,
+        hidden_dim=16, intermediate_dim=32, max_sequence_length=8)
+    encoder = kcse.SentenceEncoder(backbone, preprocessor, pooling="last_avg")
+    pathlib.Path("pairs.data").write_text(
+        "the cat sat\\ta cat sat\\t5\\n"
+        "a dog ran\\tthe dog ran\\t4\\n"
+        "the cat ran\\ta dog sat\\t1\\n"
+        "a dog sat\\tthe cat\\t0\\n", encoding="utf-8")
+    result = kcse.evaluation.evaluate_sts(encoder, "pairs.data")
+    result["n"], sorted(result)  # (4, ['n', 'pearson', 'spearman'])
+    print(f"{result['spearman']:.2f} on {result['n']} pairs")  # e.g. 80.00 on 4 pairs
     ```
     """
     pairs = as_sentence_pairs(pairs_or_path)

@@ -45,13 +45,36 @@ class STSEvaluator(keras.callbacks.Callback):
         name: str. Prefix of the logged metric.
 
     Example:
+
+    A tiny random encoder and dev set (a real run passes a dev file such as
+    `STS-B/STS-B.valid.data`); `run_eagerly=True` only skips graph tracing
+    for this toy run.
+
     ```python
+    import keras
+    import keras_hub
+    import kcse
+
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+                  "a", "cat", "dog", "sat", "ran", "the"]
+    preprocessor = keras_hub.models.BertTextEmbedderPreprocessor(
+        keras_hub.models.BertTokenizer(vocabulary=vocabulary), sequence_length=8)
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=len(vocabulary), num_layers=2, num_heads=2,
+        hidden_dim=16, intermediate_dim=32, max_sequence_length=8)
+    encoder = kcse.SentenceEncoder(backbone, preprocessor, pooling="cls")
+    simcse = kcse.SimCSE(encoder)
+    simcse.compile(optimizer=keras.optimizers.Adam(1e-4), run_eagerly=True)
+    dev_pairs = (["the cat sat", "a dog ran", "the cat ran"],
+                 ["a cat sat", "the dog sat", "a dog"], [5.0, 3.0, 0.0])
     evaluator = kcse.evaluation.STSEvaluator(
-        encoder, "STS-B/STS-B.valid.data", every_n_steps=100,
-        restore_best_weights=True,
+        encoder, dev_pairs, every_n_steps=1, restore_best_weights=True,
     )
-    simcse.fit(sentences, batch_size=64, callbacks=[evaluator])
-    print(evaluator.best_spearman)
+    history = simcse.fit(["the cat sat", "a dog ran", "the dog sat", "a cat ran"],
+                         batch_size=2, epochs=1, verbose=0, callbacks=[evaluator])
+    [step for _, step, _ in evaluator.history]  # [0, 1, 2]: before training, then each step
+    evaluator.best_step, evaluator.best_spearman  # e.g. (0, 50.0); those weights are back
+    history.history["val_spearman"]  # the epoch's last score, e.g. [50.0]
     ```
     """
 

@@ -14,10 +14,10 @@ import pathlib
 import sys
 
 from kcse import arguments
-from kcse.datasets.chinese import BUNDLED_CHINESE_STS
-from kcse.datasets.chinese import CHINESE_TASKS
-from kcse.datasets.chinese import chinese_task_path
-from kcse.experiments.model_names import check_model
+from kcse.data.chinese import BUNDLED_CHINESE_STS
+from kcse.data.chinese import CHINESE_TASKS
+from kcse.data.chinese import chinese_task_path
+from kcse.models.model_sources import check_model
 from kcse.experiments.protocols import PROTOCOLS
 from kcse.experiments.protocols import SPLITS
 

@@ -10,12 +10,13 @@ import time
 
 import keras
 
-from kcse.datasets.chinese import BUNDLED_CHINESE_STS
-from kcse.datasets.chinese import CHINESE_TASKS
-from kcse.datasets.chinese import read_chinese_task
+from kcse.data.chinese import BUNDLED_CHINESE_STS
+from kcse.data.chinese import CHINESE_TASKS
+from kcse.data.chinese import read_chinese_task
 from kcse.experiments import grid
-from kcse.datasets.nli import nli_triplets
-from kcse.datasets.nli import read_nli
+from kcse.models import model_sources
+from kcse.data.nli import nli_triplets
+from kcse.data.nli import read_nli
 from kcse.experiments.command_line import SU_POOLINGS
 from kcse.experiments.methods import METHODS
 from kcse.experiments.methods import ConSERTMethod
@@ -148,7 +149,7 @@ def run_comparison(args, method=None, log=print):
             plot_dir=args.output / "plots" if args.plot else None,
             log=log, method=method, seeds=args.seeds,
         )
-    except grid.SequenceLengthError as error:
+    except model_sources.SequenceLengthError as error:
         raise ComparisonError(f"{error}: give --max-length (PAWSX: --long-max-length) "
                               f"of at most {error.limit}") from None
     log("")

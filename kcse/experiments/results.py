@@ -13,7 +13,7 @@ import math
 import pathlib
 
 from kcse import atomic_files
-from kcse.experiments.provenance import content_digest
+from kcse.digests import content_digest
 
 SCHEMA = "kcse.comparison/3"
 COLUMNS = ("raw", "whitening", "trained")

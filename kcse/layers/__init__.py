@@ -1,13 +1,17 @@
-"""Keras layers of kcse."""
+"""Keras layers users compose: pooling, whitening, ConSERT's views, the NLI head."""
 
-from kcse.layers.nli_classifier import NLIClassifier
-from kcse.layers.relative_position_attention import RelativePositionAttention
-from kcse.layers.relative_transformer_encoder import RelativeTransformerEncoder
-from kcse.layers.sentence_pooling import SentencePooling
-from kcse.layers.view_augmentation import AdversarialPerturbation
-from kcse.layers.view_augmentation import EmbeddingDropout
-from kcse.layers.view_augmentation import FeatureCutoff
-from kcse.layers.view_augmentation import SpanCutoff
-from kcse.layers.view_augmentation import TokenCutoff
-from kcse.layers.view_augmentation import TokenShuffle
-from kcse.layers.whitening import Whitening
+from kcse.lazy_exports import lazy_exports
+
+_EXPORTS = {
+    "SentencePooling": "kcse.layers.sentence_pooling",
+    "Whitening": "kcse.layers.whitening",
+    "TokenShuffle": "kcse.layers.view_augmentation",
+    "TokenCutoff": "kcse.layers.view_augmentation",
+    "FeatureCutoff": "kcse.layers.view_augmentation",
+    "SpanCutoff": "kcse.layers.view_augmentation",
+    "EmbeddingDropout": "kcse.layers.view_augmentation",
+    "AdversarialPerturbation": "kcse.layers.view_augmentation",
+    "NLIClassifier": "kcse.layers.nli_classifier",
+}
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

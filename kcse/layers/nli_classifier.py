@@ -14,13 +14,15 @@ class NLIClassifier(keras.layers.Layer):
 
     Args:
         num_classes: int. 3 for NLI (entailment, neutral, contradiction, in
-            `kcse.datasets.NLI_LABELS` order).
+            `kcse.data.NLI_LABELS` order).
 
     Example:
     ```python
     import numpy as np
+    import kcse
     head = kcse.layers.NLIClassifier(num_classes=3)
-    logits = head(np.random.rand(4, 8), np.random.rand(4, 8))  # (4, 3)
+    logits = head(np.random.rand(4, 8), np.random.rand(4, 8))
+    assert logits.shape == (4, 3)
     ```
     """
 

@@ -76,10 +76,12 @@ class SentencePooling(keras.layers.Layer):
     Example:
     ```python
     import numpy as np
+    import kcse
     pooling = kcse.layers.SentencePooling("first_last_avg")
     states = [np.random.rand(2, 5, 8).astype("float32") for _ in range(3)]
     mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
-    vectors = pooling(states, mask)  # shape (2, 8)
+    vectors = pooling(states, mask)
+    assert vectors.shape == (2, 8)
     ```
     """
 

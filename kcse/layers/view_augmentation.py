@@ -82,9 +82,13 @@ class TokenShuffle(keras.layers.Layer):
     Example:
     ```python
     import numpy as np
+    import kcse
     shuffle = kcse.layers.TokenShuffle(seed=1)
     positions = shuffle(np.array([[1, 1, 1, 1, 0, 0]]), training=True)
     # e.g. [[2, 0, 3, 1, 4, 5]]
+    positions = np.asarray(positions)
+    assert sorted(positions[0, :4]) == [0, 1, 2, 3]  # real tokens permuted
+    assert list(positions[0, 4:]) == [4, 5]  # padding keeps its positions
     ```
     """
 
@@ -128,10 +132,13 @@ class TokenCutoff(ViewAugmentation):
     Example:
     ```python
     import numpy as np
+    import kcse
     cutoff = kcse.layers.TokenCutoff(rate=0.25, seed=1)
     x = np.ones((1, 6, 4), "float32")
     y, mask = cutoff(x, np.array([[1, 1, 1, 1, 0, 0]]), training=True)
     # one of the first four rows of y is zero
+    zero_rows = np.all(np.asarray(y)[0] == 0, axis=-1)
+    assert zero_rows[:4].sum() == 1 and not zero_rows[4:].any()
     ```
     """
 
@@ -152,10 +159,13 @@ class FeatureCutoff(ViewAugmentation):
     Example:
     ```python
     import numpy as np
+    import kcse
     cutoff = kcse.layers.FeatureCutoff(rate=0.25, seed=1)
     x = np.ones((1, 3, 8), "float32")
     y, mask = cutoff(x, np.array([[1, 1, 0]]), training=True)
     # two of the 8 columns are zero in the first two rows
+    zeros = (np.asarray(y)[0] == 0).sum(axis=-1)
+    assert list(zeros) == [2, 2, 0]
     ```
     """
 
@@ -178,10 +188,13 @@ class SpanCutoff(ViewAugmentation):
     Example:
     ```python
     import numpy as np
+    import kcse
     cutoff = kcse.layers.SpanCutoff(rate=0.5, seed=1)
     x = np.ones((1, 6, 4), "float32")
     y, mask = cutoff(x, np.array([[1, 1, 1, 1, 0, 0]]), training=True)
-    # mask holds two adjacent ones among the first four
+    # mask holds two adjacent ones among the first four, e.g. [[0, 0, 1, 1, 0, 0]]
+    kept = np.flatnonzero(np.asarray(mask)[0])
+    assert len(kept) == 2 and kept[1] == kept[0] + 1 and kept[1] < 4
     ```
     """
 
@@ -209,8 +222,11 @@ class EmbeddingDropout(ViewAugmentation):
     Example:
     ```python
     import numpy as np
+    import kcse
     dropout = kcse.layers.EmbeddingDropout(rate=0.1, seed=1)
     y, mask = dropout(np.ones((2, 4, 8), "float32"), np.ones((2, 4)), training=True)
+    y = np.asarray(y)  # shape (2, 4, 8): about 10% zeros, the rest stay 1
+    assert set(np.unique(y)) <= {0.0, 1.0}
     ```
     """
 
@@ -236,10 +252,13 @@ class AdversarialPerturbation(keras.layers.Layer):
     Example:
     ```python
     import numpy as np
+    import kcse
     view = kcse.layers.AdversarialPerturbation(noise_norm=0.5)
     x = np.ones((1, 3, 4), "float32")
     gradient = np.random.rand(1, 3, 4).astype("float32")
     y, mask = view(x, np.array([[1, 1, 0]]), gradient=gradient, training=True)
+    noise = np.linalg.norm(np.asarray(y) - x, axis=-1)  # [[0.5, 0.5, 0.0]]
+    assert np.allclose(noise, [[0.5, 0.5, 0.0]], atol=1e-5)
     ```
     """
 

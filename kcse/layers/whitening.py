@@ -90,10 +90,13 @@ class Whitening(keras.layers.Layer):
     Example:
     ```python
     import numpy as np
+    import kcse
     vectors = np.random.rand(1000, 16).astype("float32")
     whitening = kcse.layers.Whitening(n_components=8)
     whitening.adapt(vectors)
-    whitened = whitening(vectors)  # shape (1000, 8), covariance ≈ identity
+    whitened = np.asarray(whitening(vectors))  # shape (1000, 8)
+    covariance = np.cov(whitened, rowvar=False)
+    assert np.allclose(covariance, np.eye(8), atol=1e-3)  # ≈ identity
     ```
     """
 

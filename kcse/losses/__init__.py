@@ -1,5 +1,11 @@
 """Losses of kcse, as `keras.losses.Loss` subclasses."""
 
-from kcse.losses.cosent import CoSENT
-from kcse.losses.self_guided_loss import SelfGuidedLoss
-from kcse.losses.simcse_loss import SimCSELoss
+from kcse.lazy_exports import lazy_exports
+
+_EXPORTS = {
+    "SimCSELoss": "kcse.losses.simcse_loss",
+    "SelfGuidedLoss": "kcse.losses.self_guided_loss",
+    "CoSENT": "kcse.losses.cosent",
+}
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

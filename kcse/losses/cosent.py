@@ -3,8 +3,8 @@
 import keras
 from keras import ops
 
-from kcse.distribution import gather_across_replicas
-from kcse.distribution import global_mean_weight
+from kcse.objectives.cross_replica import gather_across_replicas
+from kcse.objectives.cross_replica import global_mean_weight
 
 
 @keras.saving.register_keras_serializable(package="kcse")
@@ -30,9 +30,18 @@ class CoSENT(keras.losses.Loss):
     Example:
     ```python
     import numpy as np
+    import kcse
+
     pairs = np.random.rand(8, 2, 16).astype("float32")
     labels = np.array([0, 1, 2, 3, 4, 5, 0, 1], "float32")
-    loss = kcse.losses.CoSENT()(labels, pairs)
+    loss = kcse.losses.CoSENT()(labels, pairs)  # a scalar
+
+    # Three pairs with cosines 1, 0.71 and 0: cheap when the labels agree.
+    u = np.array([[1, 0], [1, 0], [1, 0]], "float32")
+    v = np.array([[1, 0], [1, 1], [0, 1]], "float32")
+    pairs = np.stack([u, v], axis=1)  # shape (3, 2, 2)
+    float(kcse.losses.CoSENT()(np.array([2.0, 1.0, 0.0]), pairs))  # 0.003
+    float(kcse.losses.CoSENT()(np.array([0.0, 1.0, 2.0]), pairs))  # 20.003
     ```
     """
 

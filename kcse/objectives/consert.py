@@ -1,0 +1,260 @@
+"""ConSERT: contrastive learning on embedding-level views, with NLI modes."""
+
+import keras
+from keras import ops
+
+from kcse.models.layer_taps import embedding_stage
+from kcse.models.layer_taps import transformer_states
+from kcse.layers.nli_classifier import NLIClassifier
+from kcse.layers.view_augmentation import AdversarialPerturbation
+from kcse.layers.view_augmentation import FeatureCutoff
+from kcse.layers.view_augmentation import TokenShuffle
+from kcse.losses.simcse_loss import SimCSELoss
+from kcse.objectives.encoder_objective import EncoderObjective
+
+MODES = ("unsup", "sup", "joint")
+# Inside a training batch, the NLI labels the adversarial view needs.
+LABELS = "nli_labels"
+
+
+@keras.saving.register_keras_serializable(package="kcse")
+class ConSERT(EncoderObjective):
+    """ConSERT training of a `kcse.SentenceEncoder` (Yan et al., 2021).
+
+    Each sentence is encoded twice, once per augmentation of `views`
+    (`kcse.layers.TokenShuffle`, `TokenCutoff`, `FeatureCutoff`,
+    `SpanCutoff`, `EmbeddingDropout`, `AdversarialPerturbation`, or None
+    for none), applied between
+    the backbone's embedding stage and its transformer stack; the encoder's
+    pooling makes the two vectors, and NT-Xent (`kcse.losses.SimCSELoss`
+    with 2N−2 negatives) pulls them together. Under a `tf.distribute`
+    strategy the views of every replica are gathered.
+
+    `mode` chooses the training signal:
+    - `"unsup"`: NT-Xent on unlabelled sentences; `fit(sentences)`.
+    - `"sup"`: NLI softmax only, `NLIClassifier` on (r1, r2, |r1 − r2|) of
+      the un-augmented pair; `fit((premises, hypotheses), labels)`.
+    - `"joint"`: softmax + `contrastive_weight` · NT-Xent over the views of
+      every premise and hypothesis; same data as `"sup"`.
+    The adversarial view perturbs each sentence along the gradient of the
+    NLI loss with respect to its embedding output, so it needs `"joint"`
+    (and the TensorFlow backend, which takes that gradient inside the step).
+    ConSERT's `sup-unsup` and `joint-unsup` are a `"sup"` or `"joint"` fit
+    on NLI followed by an `"unsup"` fit on the target sentences with the
+    same encoder (`recipes/consert.py` does both).
+
+    Args:
+        encoder: a `kcse.SentenceEncoder`. ConSERT trains with last-layer
+            mean pooling (`"last_avg"`).
+        views: two augmentation layers (or None). ConSERT's unsupervised
+            default: token shuffle and feature cutoff 0.2.
+        temperature: float. 0.1 in ConSERT.
+        mode: `"unsup"`, `"sup"` or `"joint"`.
+        contrastive_weight: float. α of `"joint"`.
+        num_classes: int. NLI classes for `"sup"` / `"joint"`.
+
+    In `"unsup"` and `"joint"` modes (in-batch negatives), `fit` raises
+    `ValueError` for a batch size below 2 and leaves out a last in-memory
+    batch of one sample; `"sup"` trains on any batch size.
+
+    Example:
+
+    A tiny random encoder; real training starts from a pretrained one,
+    e.g. `kcse.SentenceEncoder.from_preset("bert_tiny_en_uncased",
+    pooling="last_avg")`. `run_eagerly=True` only skips graph tracing for
+    this toy run.
+
+    ```python
+    import keras
+    import keras_hub
+    import kcse
+
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+                  "a", "cat", "dog", "sat", "ran", "the"]
+    preprocessor = keras_hub.models.BertTextEmbedderPreprocessor(
+        keras_hub.models.BertTokenizer(vocabulary=vocabulary), sequence_length=8)
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=len(vocabulary), num_layers=2, num_heads=2,
+        hidden_dim=16, intermediate_dim=32, max_sequence_length=8)
+    encoder = kcse.SentenceEncoder(backbone, preprocessor, pooling="last_avg")
+    consert = kcse.ConSERT(
+        encoder,
+        views=(kcse.layers.TokenShuffle(), kcse.layers.FeatureCutoff(0.2)),
+    )
+    consert.compile(optimizer=keras.optimizers.Adam(5e-7), run_eagerly=True)
+    history = consert.fit(["the cat sat", "a dog ran", "the dog sat", "a cat ran"],
+                          batch_size=2, epochs=1, verbose=0)
+    history.history["loss"]  # one float per epoch, e.g. [0.9]
+    ```
+    """
+
+    def __init__(
+        self,
+        encoder,
+        views=None,
+        temperature=0.1,
+        mode="unsup",
+        contrastive_weight=1.0,
+        num_classes=3,
+        **kwargs,
+    ):
+        super().__init__(encoder, **kwargs)
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}; got {mode!r}.")
+        if views is None:
+            views = (TokenShuffle(), FeatureCutoff(0.2))
+        views = tuple(views)
+        if len(views) != 2:
+            raise ValueError(f"ConSERT needs two views; got {len(views)}.")
+        self.adversarial = any(
+            isinstance(view, AdversarialPerturbation) for view in views
+        )
+        if self.adversarial and mode != "joint":
+            raise ValueError(
+                "The adversarial view takes the gradient of the supervised NLI "
+                f"loss, so it needs labelled pairs and mode='joint'; got "
+                f"mode={mode!r}."
+            )
+        if self.adversarial and keras.config.backend() != "tensorflow":
+            raise ValueError(
+                "The adversarial view runs on the TensorFlow backend only; got "
+                f"{keras.config.backend()!r}."
+            )
+        self.views = views
+        self.temperature = temperature
+        self.mode = mode
+        self.in_batch_negatives = mode != "sup"
+        self.contrastive_weight = contrastive_weight
+        self.num_classes = num_classes
+        self.objective_loss = SimCSELoss(temperature, "both_views")
+        self.classifier = None
+        if mode != "unsup":
+            self.classifier = NLIClassifier(num_classes, name="nli_classifier")
+            self.classifier.build((None, encoder.output_dim))
+            self.classification_loss = keras.losses.SparseCategoricalCrossentropy(
+                from_logits=True
+            )
+
+    def preprocess_samples(self, x, y=None, sample_weight=None):
+        samples = super().preprocess_samples(x, y, sample_weight)
+        if not self.adversarial:
+            return samples
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(samples)
+        if y is None:
+            raise ValueError(
+                "The adversarial view needs NLI labels: fit(x, y)."
+            )
+        x = dict(x, **{LABELS: y})
+        return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
+
+    def view(self, inputs, augmentation, training=None, gradient=None):
+        """Sentence vectors of `inputs` under one augmentation (or None).
+
+        `gradient` is the adversarial view's: the NLI loss's gradient with
+        respect to the embedding output.
+        """
+        backbone = self.encoder.backbone
+        mask = inputs["padding_mask"]
+        position_ids = None
+        if isinstance(augmentation, TokenShuffle):
+            position_ids = augmentation(mask, training=training)
+        embeddings = embedding_stage(backbone, inputs, position_ids, training)
+        if isinstance(augmentation, AdversarialPerturbation):
+            embeddings, mask = augmentation(
+                embeddings, mask, gradient=gradient, training=training
+            )
+        elif augmentation is not None and position_ids is None:
+            embeddings, mask = augmentation(embeddings, mask, training=training)
+        states = transformer_states(backbone, embeddings, mask, training)
+        return self.encoder.pool(states, mask)
+
+    def _nli_logits(self, vectors):
+        pairs = ops.reshape(vectors, (-1, 2, ops.shape(vectors)[-1]))
+        return self.classifier(pairs[:, 0], pairs[:, 1])
+
+    def _adversarial_gradient(self, sentences, labels, training):
+        """d(NLI loss)/d(embedding output) of premise-hypothesis rows."""
+        import tensorflow as tf
+
+        backbone = self.encoder.backbone
+        mask = sentences["padding_mask"]
+        embeddings = embedding_stage(backbone, sentences, None, training)
+        with tf.GradientTape() as tape:
+            tape.watch(embeddings)
+            states = transformer_states(backbone, embeddings, mask, training)
+            logits = self._nli_logits(self.encoder.pool(states, mask))
+            loss = self.classification_loss(labels, logits)
+        return tape.gradient(loss, embeddings)
+
+    def _views(self, inputs, training, labels=None):
+        gradient = None
+        if self.adversarial and training:
+            gradient = self._adversarial_gradient(inputs, labels, training)
+        return ops.stack(
+            [self.view(inputs, view, training, gradient) for view in self.views],
+            axis=1,
+        )
+
+    def call(self, inputs, training=None):
+        shape = inputs["token_ids"].shape
+        columns = shape[1] if len(shape) == 3 else None
+        if self.mode == "unsup":
+            if columns is not None:
+                raise ValueError(
+                    "ConSERT mode 'unsup' trains on single sentences; got "
+                    f"{columns} sentences per sample."
+                )
+            return {"views": self._views(inputs, training)}
+        labels = inputs.get(LABELS)
+        inputs = {key: value for key, value in inputs.items() if key != LABELS}
+        pairs = self.encode_columns(
+            inputs, training, 2,
+            f"(premise, hypothesis) pairs with NLI labels in mode {self.mode!r}",
+        )
+        outputs = {"logits": self.classifier(pairs[:, 0], pairs[:, 1])}
+        if self.mode == "joint":
+            flat = {
+                key: ops.reshape(value, (-1, ops.shape(value)[-1]))
+                for key, value in inputs.items()
+            }
+            outputs["views"] = self._views(flat, training, labels)
+        return outputs
+
+    def objective(self, y, y_pred, sample_weight):
+        if self.mode == "unsup":
+            return self.objective_loss(None, y_pred["views"], sample_weight)
+        if y is None:
+            raise ValueError(
+                f"ConSERT mode {self.mode!r} needs NLI labels: fit(x, y)."
+            )
+        loss = self.classification_loss(y, y_pred["logits"], sample_weight)
+        if self.mode == "joint":
+            loss = loss + self.contrastive_weight * self.objective_loss(
+                None, y_pred["views"]
+            )
+        return loss
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "views": [
+                    None if view is None else keras.layers.serialize(view)
+                    for view in self.views
+                ],
+                "temperature": self.temperature,
+                "mode": self.mode,
+                "contrastive_weight": self.contrastive_weight,
+                "num_classes": self.num_classes,
+            }
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["views"] = [
+            None if view is None else keras.layers.deserialize(view)
+            for view in config["views"]
+        ]
+        return super().from_config(config)

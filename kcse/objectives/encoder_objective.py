@@ -1,0 +1,381 @@
+"""The base of every training objective: a Task wrapping a SentenceEncoder."""
+
+import math
+import random
+
+import keras
+import keras_hub
+import numpy as np
+import tensorflow as tf
+from keras import ops
+
+from kcse.sentence_encoder import truncated_texts
+from kcse.sentence_encoder import warn_if_truncated
+from kcse.validation import check_count
+from kcse.validation import check_texts
+from kcse import compat
+
+
+def training_dataset(
+    x, y=None, sample_weight=None, batch_size=None, shuffle=True,
+    drop_single_last=False,
+):
+    """A batched `tf.data.Dataset` of in-memory samples, reshuffled each epoch.
+
+    Examples are batched `batch_size` at a time (32 by default), as
+    `keras.Model.fit` does with arrays. A tuple `x` is one input of several
+    columns (pairs, triplets), not `(x, y)`. With `drop_single_last`, a last
+    batch of exactly one sample is left out (each epoch's last sample after
+    reshuffling, so a different one every epoch).
+    """
+    samples = x
+    if y is not None or sample_weight is not None or isinstance(x, tuple):
+        samples = keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
+    dataset = tf.data.Dataset.from_tensor_slices(samples)
+    if shuffle:
+        dataset = reshuffled(dataset)
+    batch_size = batch_size or 32
+    count = int(dataset.cardinality())
+    if drop_single_last and count > 1 and count % batch_size == 1:
+        dataset = dataset.take(count - 1)
+    return dataset.batch(batch_size)
+
+
+def reshuffled(dataset):
+    """`dataset` (finite, in memory) in a new random order at every epoch.
+
+    The orders are numpy permutations from a generator seeded by Python's
+    `random` (which `keras.utils.set_random_seed` and
+    `kcse.experiments.methods.seed_run` seed), so they depend on that seed
+    only: not on TensorFlow's global seed or on how many random ops the
+    process made before, as `Dataset.shuffle`'s would.
+    """
+    count = int(dataset.cardinality())
+    columns = dataset.batch(max(count, 1)).get_single_element()
+    generator = np.random.default_rng(random.randrange(2**63))
+
+    def order():
+        yield generator.permutation(count)
+
+    indices = tf.data.Dataset.from_generator(
+        order, output_signature=tf.TensorSpec((count,), tf.int64)
+    ).unbatch()
+    return indices.map(
+        lambda i: tf.nest.map_structure(lambda column: tf.gather(column, i), columns)
+    ).apply(tf.data.experimental.assert_cardinality(count))
+
+
+def trim_padding(features, multiple=8):
+    """Cuts a padded token batch to its longest sequence, rounded up.
+
+    Sequences are padded to the preprocessor's full length; a batch of short
+    sentences then spends most of its compute on padding, which never counts
+    in kcse's poolings. The length is rounded up to `multiple` so compiled
+    train steps are reused. Boolean masks become int32 (under tf.distribute
+    Keras reduces a sample batch with MEAN, which has no bool kernel).
+    """
+    mask = tf.cast(features["padding_mask"], "int32")
+    longest = tf.reduce_max(tf.reduce_sum(mask, axis=-1))
+    length = tf.minimum(
+        (longest + multiple - 1) // multiple * multiple, tf.shape(mask)[-1]
+    )
+    return {
+        key: tf.cast(value, "int32")[..., :length]
+        if value.dtype == tf.bool
+        else value[..., :length]
+        for key, value in features.items()
+    }
+
+
+class NonFiniteLossError(RuntimeError):
+    """Training stopped: the loss became NaN or infinite at `step`.
+
+    Example:
+
+    A tiny random encoder and a learning rate far too high: step 1's update
+    breaks the weights (`run_eagerly=True` only skips graph tracing).
+
+    ```python
+    import keras
+    import keras_hub
+    import kcse
+
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+                  "a", "cat", "dog", "sat", "ran", "the"]
+    preprocessor = keras_hub.models.BertTextEmbedderPreprocessor(
+        keras_hub.models.BertTokenizer(vocabulary=vocabulary), sequence_length=8)
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=len(vocabulary), num_layers=2, num_heads=2,
+        hidden_dim=16, intermediate_dim=32, max_sequence_length=8)
+    encoder = kcse.SentenceEncoder(backbone, preprocessor, pooling="cls")
+    simcse = kcse.SimCSE(encoder)
+    simcse.compile(optimizer=keras.optimizers.Adam(1e30), run_eagerly=True)
+    try:
+        simcse.fit(["the cat sat", "a dog ran", "the dog sat", "a cat ran"],
+                   batch_size=2, epochs=1, verbose=0)
+    except kcse.objectives.NonFiniteLossError as error:
+        stopped = error  # nothing of this run should be kept
+    stopped.step, stopped.loss  # (2, nan)
+    str(stopped)  # 'the training loss became nan at step 2; training stopped'
+    ```
+    """
+
+    def __init__(self, step, loss):
+        super().__init__(
+            f"the training loss became {loss} at step {step}; training stopped"
+        )
+        self.step = step
+        self.loss = loss
+
+
+class StopOnNonFiniteLoss(keras.callbacks.Callback):
+    """Raises `NonFiniteLossError` at the first step whose loss is NaN/Inf.
+
+    Keras' `TerminateOnNaN` only ends `fit` quietly, after which a caller
+    would go on to save a broken model; raising makes the failure
+    impossible to miss. Steps are counted from 1 across epochs. Every
+    `EncoderObjective.fit` uses it; for another model:
+
+    ```python
+    # model, x, y: any compiled keras.Model and its data.
+    try:
+        model.fit(x, y, callbacks=[kcse.objectives.encoder_objective.StopOnNonFiniteLoss()])
+    except kcse.objectives.NonFiniteLossError as error:
+        print(error.step, error.loss)  # nothing of this run should be kept
+    ```
+    """
+
+    def on_train_begin(self, logs=None):
+        self.step = 0
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.step += 1
+        loss = (logs or {}).get("loss")
+        if loss is not None and not math.isfinite(float(loss)):
+            raise NonFiniteLossError(self.step, float(loss))
+
+
+def _is_in_memory(x):
+    """Whether `x` is a list, tuple, dict or array rather than a data stream."""
+    return isinstance(x, (list, tuple, dict)) or hasattr(x, "__array__")
+
+
+def _sample_count(x):
+    """The number of samples of in-memory `x`; columns must agree in length."""
+    columns = list(x.values()) if isinstance(x, dict) else x
+    if not isinstance(x, (tuple, dict)):
+        return len(x)
+    lengths = [len(column) for column in columns]
+    if len(set(lengths)) > 1:
+        raise ValueError(
+            f"The columns of x differ in length: {', '.join(map(str, lengths))}."
+        )
+    return lengths[0] if lengths else 0
+
+
+class EncoderObjective(keras_hub.models.Task):
+    """A trainable objective around a `kcse.SentenceEncoder`.
+
+    Subclasses define `call` (what the encoder produces for a batch) and set
+    `objective_loss`, a `keras.losses.Loss` of `(y, y_pred, sample_weight)`,
+    or override `objective` when the loss has several terms; losses added
+    by layers are summed to it. The objective shares the
+    encoder's layers, so training it trains the encoder in place; `fit`
+    accepts raw text, tokenised by the encoder's preprocessor inside the
+    input pipeline: a batch of strings, or a tuple of k batches (k
+    sentences per sample, e.g. pairs or triplets), which becomes token
+    arrays of shape `(batch, k, length)` (see `encode_columns`).
+
+    Args:
+        encoder: a `kcse.SentenceEncoder`.
+
+    Example:
+
+    A minimal objective (every kcse objective, `kcse.SimCSE` included, is
+    built this way), on a tiny random encoder; `run_eagerly=True` only
+    skips graph tracing for this toy run.
+
+    ```python
+    import keras
+    import keras_hub
+    import kcse
+
+
+    class CosineRegression(kcse.objectives.EncoderObjective):
+        # Fits the cosine of each sentence pair to its label.
+
+        def __init__(self, encoder, **kwargs):
+            super().__init__(encoder, **kwargs)
+            self.objective_loss = keras.losses.MeanSquaredError()
+
+        def call(self, inputs, training=None):
+            pairs = self.encode_columns(inputs, training, 2, "sentence pairs")
+            pairs = keras.ops.normalize(pairs, axis=-1)  # (batch, 2, dim)
+            return keras.ops.sum(pairs[:, 0] * pairs[:, 1], axis=-1)  # cosines
+
+
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+                  "a", "cat", "dog", "sat", "ran", "the"]
+    preprocessor = keras_hub.models.BertTextEmbedderPreprocessor(
+        keras_hub.models.BertTokenizer(vocabulary=vocabulary), sequence_length=8)
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=len(vocabulary), num_layers=2, num_heads=2,
+        hidden_dim=16, intermediate_dim=32, max_sequence_length=8)
+    encoder = kcse.SentenceEncoder(backbone, preprocessor, pooling="last_avg")
+    model = CosineRegression(encoder)
+    model.compile(run_eagerly=True)  # optimizer "auto": Adam(1e-5)
+    history = model.fit((["a cat sat", "the dog ran"], ["the cat sat", "a cat ran"]),
+                        [1.0, 0.0], batch_size=2, epochs=1, verbose=0)
+    history.history["loss"]  # one float per epoch, e.g. [0.5]
+    assert issubclass(kcse.SimCSE, kcse.objectives.EncoderObjective)
+    ```
+    """
+
+    objective_loss = None
+    # Whether each sentence's negatives are the batch's other sentences, so
+    # that a batch needs at least two samples.
+    in_batch_negatives = False
+
+    def __init__(self, encoder, **kwargs):
+        kwargs.setdefault("compile", False)
+        super().__init__(**kwargs)
+        self.encoder = encoder
+        self.preprocessor = encoder.preprocessor
+
+    def preprocess_samples(self, x, y=None, sample_weight=None):
+        """Tokenises a batch and trims its padding (runs inside tf.data)."""
+        if isinstance(x, tuple) and self.preprocessor is not None:
+            columns = [self.preprocessor(column) for column in x]
+            x = {
+                key: tf.stack([column[key] for column in columns], axis=1)
+                for key in columns[0]
+            }
+            return keras.utils.pack_x_y_sample_weight(
+                trim_padding(x), y, sample_weight
+            )
+        samples = super().preprocess_samples(x, y, sample_weight)
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(samples)
+        if isinstance(x, dict) and "padding_mask" in x:
+            x = trim_padding(x)
+        return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
+
+    def encode_columns(self, inputs, training=None, columns=None, kind=""):
+        """Vectors `(batch, k, dim)` of token arrays `(batch, k, length)`.
+
+        With `columns`, samples must hold that many sentences (`kind` names
+        them in the error).
+        """
+        given = inputs["token_ids"].shape
+        if columns is not None and (len(given) != 3 or given[1] != columns):
+            raise ValueError(
+                f"{type(self).__name__} trains on {kind}: pass a tuple of "
+                f"{columns} string columns; got token arrays of shape {given}."
+            )
+        shape = ops.shape(inputs["token_ids"])
+        flat = {
+            key: ops.reshape(value, (-1, shape[-1]))
+            for key, value in inputs.items()
+        }
+        vectors = self.encoder(flat, training=training)
+        return ops.reshape(vectors, (shape[0], shape[1], -1))
+
+    def compute_loss(
+        self, x=None, y=None, y_pred=None, sample_weight=None, training=True
+    ):
+        losses = [self.objective(y, y_pred, sample_weight)]
+        losses += [compat.aggregate_additional_loss(self, loss) for loss in self.losses]
+        return ops.sum(ops.stack(losses))
+
+    def objective(self, y, y_pred, sample_weight):
+        """The training loss of a batch (before layers' added losses)."""
+        return self.objective_loss(y, y_pred, sample_weight)
+
+    def fit(self, x=None, y=None, batch_size=None, shuffle=True, callbacks=None,
+            **kwargs):
+        """Trains the encoder; see `keras.Model.fit`.
+
+        `x` is raw text (or token dicts): a list or array, or a tuple of
+        them (several sentences per sample), which is reshuffled every epoch
+        when `shuffle` (in-batch negatives depend on which sentences share a
+        batch), or a `tf.data.Dataset`, which is used as given (shuffle it
+        yourself; a sample of several sentences is `((s1, s2, ...), y)`, or
+        `((s1, s2, ...),)` without labels).
+
+        In-memory text is checked before training, and sentences longer
+        than the preprocessor's `sequence_length` are counted in one
+        `kcse.TruncationWarning`. For objectives with
+        in-batch negatives (`in_batch_negatives`: SimCSE, ConSERT's
+        contrastive modes, SG-OPT, supervised SimCSE), a batch of one sample
+        has none, so a last batch of exactly one in-memory sample is left
+        out (after reshuffling: a different sample each epoch).
+
+        The encoder trains exactly the variables its pooling uses (the
+        pooler only for P2), and a NaN or infinite loss stops training at
+        once with `NonFiniteLossError` (step and loss).
+
+        Raises:
+            ValueError: `epochs` < 1; in-memory `x` has no samples, or
+                columns of different lengths; `batch_size` < 1; or, with
+                in-batch negatives, `batch_size` or the sample count is below
+                2 (under a `tf.distribute` strategy `batch_size` is the global
+                batch).
+            TypeError: `epochs` or `batch_size` is not an int, or a text is
+                not a str (the message names it, e.g. `x[1][3]`).
+        """
+        check_count(kwargs.get("epochs", 1), "epochs")
+        if _is_in_memory(x):
+            batch_size = self._check_in_memory(x, batch_size)
+            x = training_dataset(
+                x, y, kwargs.pop("sample_weight", None), batch_size, shuffle,
+                drop_single_last=self.in_batch_negatives,
+            )
+            y = batch_size = None
+        self.encoder.train_used_layers_only()
+        callbacks = [StopOnNonFiniteLoss(), *(callbacks or [])]
+        return super().fit(
+            x, y, batch_size=batch_size, shuffle=False, callbacks=callbacks, **kwargs
+        )
+
+    def _check_in_memory(self, x, batch_size):
+        """Checks in-memory training data and warns of truncation.
+
+        Returns the batch size (32 when None).
+        """
+        count = _sample_count(x)
+        if count == 0:
+            raise ValueError("x holds no training samples.")
+        batch_size = check_count(32 if batch_size is None else batch_size, "batch_size")
+        name = type(self).__name__
+        if self.in_batch_negatives and min(batch_size, count) < 2:
+            raise ValueError(
+                f"{name} needs at least 2 sentences per batch for in-batch "
+                f"negatives; got batch_size={batch_size} and {count} sample(s) "
+                "(under a tf.distribute strategy, batch_size is the global batch)."
+            )
+        if self.preprocessor is not None and not isinstance(x, dict):
+            columns = dict(enumerate(x)) if isinstance(x, tuple) else {None: x}
+            texts = []
+            for index, column in columns.items():
+                texts += check_texts(column, "x" if index is None else f"x[{index}]")
+            warn_if_truncated(
+                int(truncated_texts(self.preprocessor, texts).sum()),
+                len(texts),
+                getattr(self.preprocessor, "sequence_length", None),
+                "are truncated in training",
+            )
+        return batch_size
+
+    def compile(self, optimizer="auto", **kwargs):
+        """Configures training; `"auto"` is Adam with learning rate 1e-5."""
+        if optimizer == "auto":
+            optimizer = keras.optimizers.Adam(1e-5)
+        super().compile(optimizer=optimizer, **kwargs)
+
+    def get_config(self):
+        return {"encoder": keras.layers.serialize(self.encoder), "name": self.name}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.layers.deserialize(config["encoder"])
+        return cls(**config)

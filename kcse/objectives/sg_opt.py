@@ -1,0 +1,144 @@
+"""SG-OPT: self-guided contrastive learning with a frozen copy's layers."""
+
+import keras
+from keras import ops
+
+from kcse.models.layer_taps import embedding_layers
+from kcse.models.layer_taps import hidden_states_model
+from kcse.objectives.cross_replica import scale_for_replicas
+from kcse.layers.sentence_pooling import masked_mean
+from kcse.losses.self_guided_loss import SelfGuidedLoss
+from kcse.objectives.encoder_objective import EncoderObjective
+
+
+@keras.saving.register_keras_serializable(package="kcse")
+class SGOpt(EncoderObjective):
+    """Self-Guided Contrastive Learning, SG-OPT (Kim et al., ACL 2021).
+
+    BERT_F, a frozen copy of the encoder's backbone as it is when `SGOpt` is
+    built, gives each sentence one pivot per layer: the mean over real
+    tokens of its embeddings and of every block's output. BERT_T, the
+    encoder's own backbone, is trained with its embedding stage frozen (in
+    place: those layers stay non-trainable afterwards). The encoder's
+    sentence vector c_i (SG-OPT uses `pooling="cls"`) and the pivots pass
+    through one shared projection head, Dense–GELU–Dense–GELU of width
+    `projection_dim`, into `kcse.losses.SelfGuidedLoss` (L^opt3), plus
+    `regularization` · Σ‖θ_T − θ_F‖² over the backbone's weights. The head
+    is used in training only. Under a `tf.distribute` strategy the pivots of
+    every replica are gathered.
+
+    `fit` takes unlabelled sentences, as `kcse.SimCSE`.
+
+    Args:
+        encoder: a `kcse.SentenceEncoder` without dimension-reducing
+            whitening.
+        projection_dim: int. Width of the projection head (4096).
+        temperature: float. τ, 0.01.
+        regularization: float. λ, 0.1.
+
+    `fit` raises `ValueError` for a batch size below 2 (the other sentences'
+    pivots are the negatives) and leaves out a last in-memory batch of one
+    sentence.
+
+    Example:
+
+    A tiny random encoder; real training starts from a pretrained one,
+    e.g. `kcse.SentenceEncoder.from_preset("bert_tiny_en_uncased",
+    pooling="cls")`. `run_eagerly=True` only skips graph tracing for this
+    toy run.
+
+    ```python
+    import keras
+    import keras_hub
+    import kcse
+
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+                  "a", "cat", "dog", "sat", "ran", "the"]
+    preprocessor = keras_hub.models.BertTextEmbedderPreprocessor(
+        keras_hub.models.BertTokenizer(vocabulary=vocabulary), sequence_length=8)
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=len(vocabulary), num_layers=2, num_heads=2,
+        hidden_dim=16, intermediate_dim=32, max_sequence_length=8)
+    encoder = kcse.SentenceEncoder(backbone, preprocessor, pooling="cls")
+    sg_opt = kcse.SGOpt(encoder, projection_dim=32)
+    sg_opt.compile(optimizer=keras.optimizers.Adam(5e-5), run_eagerly=True)
+    history = sg_opt.fit(["the cat sat", "a dog ran", "the dog sat", "a cat ran"],
+                         batch_size=2, epochs=1, verbose=0)
+    history.history["loss"]  # one float per epoch, e.g. [2.2]
+    ```
+    """
+
+    in_batch_negatives = True
+
+    def __init__(
+        self,
+        encoder,
+        projection_dim=4096,
+        temperature=0.01,
+        regularization=0.1,
+        **kwargs,
+    ):
+        super().__init__(encoder, **kwargs)
+        backbone = encoder.backbone
+        if encoder.output_dim != backbone.hidden_dim:
+            raise ValueError(
+                "SGOpt compares the sentence vector with pooled hidden states, "
+                f"so they need one width; the encoder gives {encoder.output_dim}"
+                f" and the backbone's states {backbone.hidden_dim}."
+            )
+        self.projection_dim = projection_dim
+        self.temperature = temperature
+        self.regularization = regularization
+
+        # === Layers ===
+        self.fixed_backbone = type(backbone).from_config(backbone.get_config())
+        self.fixed_backbone.set_weights(backbone.get_weights())
+        self.fixed_backbone.trainable = False
+        self.fixed_states = hidden_states_model(self.fixed_backbone)
+        for layer in embedding_layers(backbone):
+            layer.trainable = False
+        self.projection = keras.Sequential(
+            [
+                keras.layers.Dense(projection_dim, activation="gelu"),
+                keras.layers.Dense(projection_dim, activation="gelu"),
+            ],
+            name="projection_head",
+        )
+        self.projection.build((None, None, backbone.hidden_dim))
+        self.objective_loss = SelfGuidedLoss(temperature)
+
+    def call(self, inputs, training=None):
+        sentences = self.encoder(inputs, training=training)
+        states = self.fixed_states(inputs, training=False)["hidden_states"]
+        mask = inputs["padding_mask"]
+        pivots = ops.stack([masked_mean(state, mask) for state in states], axis=1)
+        vectors = ops.concatenate([ops.expand_dims(sentences, 1), pivots], axis=1)
+        return self.projection(vectors, training=training)
+
+    def weight_distance(self):
+        """Σ‖θ_T − θ_F‖² over the backbone's weights."""
+        return ops.sum(
+            ops.stack(
+                [
+                    ops.sum(ops.square(tuned - fixed))
+                    for tuned, fixed in zip(
+                        self.encoder.backbone.weights, self.fixed_backbone.weights
+                    )
+                ]
+            )
+        )
+
+    def objective(self, y, y_pred, sample_weight):
+        loss = self.objective_loss(None, y_pred, sample_weight)
+        return loss + self.regularization * scale_for_replicas(self.weight_distance())
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "projection_dim": self.projection_dim,
+                "temperature": self.temperature,
+                "regularization": self.regularization,
+            }
+        )
+        return config

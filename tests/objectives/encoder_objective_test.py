@@ -1,0 +1,128 @@
+import numpy as np
+import pytest
+
+from kcse.objectives.encoder_objective import training_dataset
+from kcse.objectives.encoder_objective import trim_padding
+
+
+def epochs_of(dataset, count):
+    return [
+        [batch.numpy().tolist() for batch in dataset] for _ in range(count)
+    ]
+
+
+def test_training_dataset_reshuffles_every_epoch_and_keeps_every_sample():
+    samples = [f"sentence {i}".encode() for i in range(64)]
+    epochs = epochs_of(training_dataset(samples, batch_size=8), 3)
+    orders = [[s for batch in epoch for s in batch] for epoch in epochs]
+    for order in orders:
+        assert sorted(order) == sorted(samples)
+        assert [len(batch) for batch in epochs[0]] == [8] * 8
+    assert orders[0] != orders[1] != orders[2]
+    assert orders[0] != samples
+
+
+def test_training_dataset_without_shuffle_keeps_order_and_labels():
+    x = np.arange(10)
+    dataset = training_dataset(x, y=x * 2, batch_size=4, shuffle=False)
+    batches = [(a.numpy().tolist(), b.numpy().tolist()) for a, b in dataset]
+    assert batches[0] == ([0, 1, 2, 3], [0, 2, 4, 6])
+    assert batches[-1] == ([8, 9], [16, 18])
+
+
+def test_trim_padding_cuts_to_the_longest_sequence_rounded_up():
+    mask = np.zeros((2, 32), bool)
+    mask[0, :5], mask[1, :11] = True, True
+    features = {
+        "token_ids": np.where(mask, 7, 0).astype("int32"),
+        "padding_mask": mask,
+    }
+    trimmed = trim_padding(features)
+    assert trimmed["token_ids"].shape == (2, 16)
+    assert trimmed["padding_mask"].dtype == "int32"
+    np.testing.assert_array_equal(trimmed["padding_mask"], mask[:, :16])
+    full = trim_padding({"padding_mask": np.ones((1, 12), bool)})
+    assert full["padding_mask"].shape == (1, 12)
+
+
+def test_training_order_depends_on_the_python_seed_only():
+    import random
+
+    import tensorflow as tf
+
+    samples = list(range(32))
+    random.seed(3)
+    first = epochs_of(training_dataset(samples, batch_size=32), 2)
+    tf.random.set_seed(12345)  # TensorFlow's global seed plays no part.
+    tf.random.uniform(())
+    random.seed(3)
+    again = epochs_of(training_dataset(samples, batch_size=32), 2)
+    assert first == again and first[0] != first[1]
+
+
+def changed_variables(encoder, sentences):
+    """Paths of the encoder's variables one SimCSE step changes."""
+    import keras
+
+    import kcse
+
+    before = {v.path: keras.ops.convert_to_numpy(v).copy() for v in encoder.weights}
+    simcse = kcse.SimCSE(encoder)
+    simcse.compile(optimizer=keras.optimizers.Adam(1e-2))
+    simcse.fit(sentences, batch_size=len(sentences), epochs=1, verbose=0)
+    return {
+        v.path for v in encoder.weights
+        if not np.array_equal(keras.ops.convert_to_numpy(v), before[v.path])
+    }
+
+
+@pytest.mark.parametrize("order", [("P2", "P1"), ("P1", "P2"), ("P2",)])
+def test_p2_trains_the_pooler_whatever_the_build_order(order):
+    """Several encoders share the grid's backbone; building one changes nothing.
+
+    bert4keras trains the pooler Dense with P2 (it is in the model's
+    trainable weights); P1 leaves it alone.
+    """
+    import kcse
+    from conftest import TINY_SENTENCES
+    from conftest import tiny_bert
+    from conftest import tiny_preprocessor
+
+    backbone = tiny_bert(dropout=0.1)
+    initial = backbone.get_weights()
+    encoders = {
+        pooling: kcse.SentenceEncoder(backbone, tiny_preprocessor(), pooling=pooling)
+        for pooling in order
+    }
+    pooler = {v.path for v in backbone.get_layer("pooled_dense").weights}
+    trained = {}
+    for pooling in ("P2", "P1"):
+        encoder = encoders.get(pooling) or kcse.SentenceEncoder(
+            backbone, tiny_preprocessor(), pooling=pooling)
+        backbone.set_weights(initial)
+        trained[pooling] = changed_variables(encoder, TINY_SENTENCES)
+    assert pooler <= trained["P2"] and not pooler & trained["P1"]
+    assert trained["P2"] == trained["P1"] | pooler
+
+
+def test_a_non_finite_loss_stops_fit_with_its_step():
+    import keras
+
+    import kcse
+    from conftest import TINY_SENTENCES
+    from conftest import tiny_bert
+    from conftest import tiny_preprocessor
+    from kcse.objectives.encoder_objective import NonFiniteLossError
+
+    encoder = kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor(), pooling="cls")
+    simcse = kcse.SimCSE(encoder, temperature=1e-30)  # 1/τ overflows the step.
+    simcse.compile(optimizer=keras.optimizers.Adam(1e-3))
+    seen = []
+    counter = keras.callbacks.LambdaCallback(
+        on_train_batch_end=lambda batch, logs: seen.append(float(logs["loss"])))
+    with pytest.raises(NonFiniteLossError, match=r"became nan at step (\d+)") as error:
+        simcse.fit(TINY_SENTENCES * 4, batch_size=4, epochs=2, verbose=0,
+                   callbacks=[counter])
+    step = error.value.step
+    # It stopped at the first non-finite loss: every loss before it was finite.
+    assert np.all(np.isfinite(seen[: step - 1])) and len(seen) <= step

@@ -1,0 +1,181 @@
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import kcse
+from conftest import TINY_SENTENCES as SENTENCES
+from conftest import one_step
+from conftest import tiny_bert
+from conftest import tiny_preprocessor
+
+
+def make_simcse(weights=None, negatives="both_views", dropout=0.0, pooling="P3"):
+    encoder = kcse.SentenceEncoder(
+        tiny_bert(dropout=dropout), tiny_preprocessor(), pooling=pooling
+    )
+    if weights is not None:
+        encoder.set_weights(weights)
+    simcse = kcse.SimCSE(encoder, temperature=0.05, negatives=negatives)
+    simcse.compile(optimizer=keras.optimizers.SGD(0.01))
+    return simcse
+
+
+def test_forward_gives_two_views_per_sentence():
+    simcse = make_simcse()
+    features = simcse.preprocessor(SENTENCES)
+    views = simcse(features)
+    assert views.shape == (8, 2, 8)
+    # Without dropout both views are the encoder's output.
+    expected = simcse.encoder(features)
+    np.testing.assert_allclose(views[:, 0], expected, atol=1e-6)
+    np.testing.assert_allclose(views[:, 1], expected, atol=1e-6)
+
+
+def test_dropout_makes_views_differ_in_training_only():
+    simcse = make_simcse(dropout=0.3)
+    features = simcse.preprocessor(SENTENCES)
+    train_views = np.asarray(simcse(features, training=True))
+    assert np.abs(train_views[:, 0] - train_views[:, 1]).max() > 1e-3
+    test_views = np.asarray(simcse(features, training=False))
+    np.testing.assert_allclose(test_views[:, 0], test_views[:, 1], atol=1e-6)
+
+
+@pytest.mark.parametrize("negatives", ["both_views", "cross_view"])
+def test_fit_loss_is_the_contrastive_loss_of_the_initial_model(negatives):
+    simcse = make_simcse(negatives=negatives)
+    views = simcse(simcse.preprocessor(SENTENCES))
+    expected = kcse.losses.SimCSELoss(0.05, negatives)(None, views)
+    before = simcse.encoder.get_weights()
+    loss, after = one_step(simcse, SENTENCES)
+    np.testing.assert_allclose(loss, float(expected), atol=1e-5)
+    assert max(np.abs(a - b).max() for a, b in zip(after, before)) > 1e-3
+
+
+@pytest.mark.parametrize(
+    "negatives,candidates", [("both_views", 2 * 8 - 1), ("cross_view", 8)]
+)
+def test_initial_loss_is_log_candidates_with_identical_views(
+    negatives, candidates
+):
+    # A randomly initialised BERT maps every sentence's [CLS] to nearly the
+    # same vector, and without dropout both views are identical.
+    simcse = make_simcse(negatives=negatives, pooling="cls")
+    views = simcse(simcse.preprocessor(SENTENCES))
+    loss = kcse.losses.SimCSELoss(0.05, negatives)(None, views)
+    np.testing.assert_allclose(float(loss), np.log(candidates), atol=0.01)
+
+
+def test_fit_on_a_tf_data_dataset_of_strings_lowers_the_loss():
+    simcse = make_simcse(dropout=0.1)
+    simcse.compile(optimizer=keras.optimizers.Adam(1e-3))
+    dataset = tf.data.Dataset.from_tensor_slices(SENTENCES).batch(4)
+    history = simcse.fit(dataset.repeat(10), epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+    features = simcse.preprocessor(SENTENCES)
+    loss = kcse.losses.SimCSELoss()(None, simcse(features))
+    untrained = make_simcse()
+    initial = kcse.losses.SimCSELoss()(None, untrained(features))
+    assert float(loss) < float(initial)
+
+
+@pytest.mark.parametrize("negatives", ["both_views", "cross_view"])
+def test_mirrored_strategy_step_equals_single_device_step(
+    negatives, two_cpu_strategy
+):
+    weights = make_simcse().encoder.get_weights()
+    single_loss, single_weights = one_step(
+        make_simcse(weights, negatives), SENTENCES
+    )
+    with two_cpu_strategy.scope():
+        mirrored = make_simcse(weights, negatives)
+    mirrored_loss, mirrored_weights = one_step(mirrored, SENTENCES)
+    np.testing.assert_allclose(mirrored_loss, single_loss, atol=1e-5)
+    for a, b in zip(mirrored_weights, single_weights):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+
+    # Negatives drawn per replica would give another loss: the test can fail.
+    views = make_simcse(weights)(make_simcse().preprocessor(SENTENCES))
+    loss = kcse.losses.SimCSELoss(0.05, negatives)
+    local = (float(loss(None, views[:4])) + float(loss(None, views[4:]))) / 2
+    assert abs(local - single_loss) > 1e-3
+
+
+def test_mirrored_strategy_with_a_partial_last_batch(two_cpu_strategy):
+    # Batches of 8 then 7: the last one splits 4 + 3 over the replicas. The
+    # update equals the single-device one; the logged loss of that step is
+    # Keras' replica-weighted average, so only the weights are compared.
+    weights = make_simcse().encoder.get_weights()
+    sentences = SENTENCES + SENTENCES[:7]
+    _, single_weights = one_step(make_simcse(weights), sentences, batch_size=8)
+    with two_cpu_strategy.scope():
+        mirrored = make_simcse(weights)
+    _, mirrored_weights = one_step(mirrored, sentences, batch_size=8)
+    for a, b in zip(mirrored_weights, single_weights):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_config_round_trip():
+    simcse = make_simcse(negatives="cross_view")
+    restored = kcse.SimCSE.from_config(simcse.get_config())
+    assert restored.negatives == "cross_view"
+    assert restored.temperature == 0.05
+    assert isinstance(restored.encoder, kcse.SentenceEncoder)
+
+
+JAX_SCRIPT = pathlib.Path(__file__).parent / "simcse_jax_data_parallel.py"
+
+
+def test_jax_data_parallel_step_equals_single_device_step():
+    pytest.importorskip("jax")
+    env = dict(
+        os.environ,
+        KERAS_BACKEND="jax",
+        XLA_FLAGS="--xla_force_host_platform_device_count=2",
+        PYTHONPATH=os.pathsep.join(
+            [str(JAX_SCRIPT.parent), str(JAX_SCRIPT.parents[1])]
+        ),
+    )
+    run = subprocess.run(
+        [sys.executable, str(JAX_SCRIPT)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert result["devices"] == 2
+    assert result["loss_difference"] <= 1e-5
+    assert result["weight_difference"] <= 1e-5
+    assert result["weight_change"] > 1e-3
+
+
+@pytest.mark.parametrize(
+    "backbone_class",
+    [kcse.models.NezhaBackbone, kcse.models.RoFormerBackbone],
+)
+def test_simcse_trains_relative_position_backbones_unchanged(backbone_class):
+    keras.utils.set_random_seed(0)
+    backbone = backbone_class(
+        vocabulary_size=40,
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=8,
+        intermediate_dim=16,
+        dropout=0.1,
+    )
+    encoder = kcse.SentenceEncoder(backbone, tiny_preprocessor(), pooling="P4")
+    simcse = kcse.SimCSE(encoder)
+    simcse.compile(optimizer=keras.optimizers.Adam(1e-3))
+    before = encoder.get_weights()
+    history = simcse.fit(SENTENCES, batch_size=4, epochs=2, verbose=0)
+    assert all(np.isfinite(history.history["loss"]))
+    changed = [np.abs(a - b).max() > 0 for a, b in zip(encoder.get_weights(), before)]
+    assert sum(changed) >= len(changed) - 2  # All but the unused pooler.

@@ -1,0 +1,130 @@
+"""SupervisedSimCSE (triplets) and PairObjective (labelled pairs, CoSENT)."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import kcse
+from conftest import TINY_SENTENCES as SENTENCES
+from conftest import assert_mirrored_step_equals_single_step
+from conftest import tiny_bert
+from conftest import tiny_preprocessor
+
+# Triplets and scored pairs in the tiny vocabulary (8 samples each).
+ANCHORS = SENTENCES
+POSITIVES = [s + " red" for s in SENTENCES]
+NEGATIVES = list(reversed(SENTENCES))
+SCORES = np.array([5.0, 4.0, 0.5, 3.0, 1.0, 2.0, 4.5, 0.0], "float32")
+
+
+def make_encoder(weights=None, backbone=None, dropout=0.0):
+    encoder = kcse.SentenceEncoder(
+        backbone or tiny_bert(dropout=dropout), tiny_preprocessor(), pooling="P3"
+    )
+    if weights is not None:
+        encoder.set_weights(weights)
+    return encoder
+
+
+def make_supervised(weights=None, hard_negative_weight=0.5):
+    model = kcse.SupervisedSimCSE(
+        make_encoder(weights), hard_negative_weight=hard_negative_weight
+    )
+    model.compile(optimizer=keras.optimizers.SGD(0.05))
+    return model
+
+
+def make_pairs(weights=None):
+    model = kcse.PairObjective(make_encoder(weights))
+    model.compile(optimizer=keras.optimizers.SGD(0.05))
+    return model
+
+
+def test_supervised_simcse_forward_and_fit_loss():
+    model = make_supervised()
+    triplets = (ANCHORS, POSITIVES, NEGATIVES)
+    columns = [model.encoder.predict(column, verbose=0) for column in triplets]
+    expected = kcse.losses.SimCSELoss(
+        0.05, "cross_view", hard_negative_weight=0.5
+    )(None, np.stack(columns, axis=1))
+    history = model.fit(triplets, batch_size=8, shuffle=False, verbose=0)
+    np.testing.assert_allclose(history.history["loss"][0], float(expected), atol=1e-5)
+
+
+def test_pair_objective_fit_loss_is_cosent_of_the_initial_model():
+    model = make_pairs()
+    pairs = (SENTENCES, list(reversed(SENTENCES)))
+    vectors = np.stack([model.encoder.predict(c, verbose=0) for c in pairs], axis=1)
+    expected = kcse.losses.CoSENT()(SCORES, vectors)
+    history = model.fit(pairs, SCORES, batch_size=8, shuffle=False, verbose=0)
+    np.testing.assert_allclose(history.history["loss"][0], float(expected), atol=1e-5)
+
+
+def test_tf_data_of_triplets_and_labelled_pairs():
+    triplets = tf.data.Dataset.from_tensor_slices(
+        ((ANCHORS, POSITIVES, NEGATIVES),)
+    ).batch(4)
+    history = make_supervised().fit(triplets, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+    pairs = tf.data.Dataset.from_tensor_slices(
+        ((SENTENCES, POSITIVES), SCORES)
+    ).batch(4)
+    history = make_pairs().fit(pairs, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+
+
+def test_wrong_number_of_columns_is_a_clear_error():
+    with pytest.raises(ValueError, match="triplets"):
+        make_supervised().fit((ANCHORS, POSITIVES), batch_size=8, verbose=0)
+    with pytest.raises(ValueError, match="pairs"):
+        make_pairs().fit((ANCHORS, POSITIVES, NEGATIVES), SCORES, verbose=0)
+
+
+def test_supervised_simcse_mirrored_step_equals_single_step(two_cpu_strategy):
+    assert_mirrored_step_equals_single_step(
+        make_supervised, two_cpu_strategy, (ANCHORS, POSITIVES, NEGATIVES)
+    )
+
+
+def test_pair_objective_mirrored_step_equals_single_step(two_cpu_strategy):
+    loss = assert_mirrored_step_equals_single_step(
+        make_pairs, two_cpu_strategy, (SENTENCES, POSITIVES), SCORES
+    )
+    # Ranking within each replica's half only would give another loss.
+    vectors = np.stack(
+        [make_pairs().encoder.predict(c, verbose=0) for c in (SENTENCES, POSITIVES)],
+        axis=1,
+    )
+    cosent = kcse.losses.CoSENT()
+    halves = [float(cosent(SCORES[s], vectors[s])) for s in (slice(0, 4), slice(4, 8))]
+    assert abs(np.mean(halves) - loss) > 1e-3
+
+
+@pytest.mark.parametrize(
+    "backbone_class",
+    [kcse.models.NezhaBackbone, kcse.models.RoFormerBackbone],
+)
+def test_relative_position_backbones_train(backbone_class):
+    keras.utils.set_random_seed(0)
+    backbone = backbone_class(
+        vocabulary_size=40, num_layers=2, num_heads=2, hidden_dim=8,
+        intermediate_dim=16, dropout=0.1,
+    )
+    for model, y in (
+        (kcse.SupervisedSimCSE(make_encoder(backbone=backbone)), None),
+        (kcse.PairObjective(make_encoder(backbone=backbone)), SCORES),
+    ):
+        model.compile(optimizer=keras.optimizers.Adam(1e-3))
+        x = (ANCHORS, POSITIVES, NEGATIVES) if y is None else (SENTENCES, POSITIVES)
+        history = model.fit(x, y, batch_size=4, epochs=2, verbose=0)
+        assert all(np.isfinite(history.history["loss"]))
+
+
+def test_config_round_trips():
+    model = make_supervised(hard_negative_weight=0.3)
+    restored = kcse.SupervisedSimCSE.from_config(model.get_config())
+    assert restored.hard_negative_weight == 0.3
+    pairs = kcse.PairObjective(make_encoder(), kcse.losses.CoSENT(scale=10.0))
+    restored = kcse.PairObjective.from_config(pairs.get_config())
+    assert restored.objective_loss.scale == 10.0
