@@ -33,7 +33,7 @@ def test_stages_run_apart_equal_the_backbone(kind):
     if kind == "roberta":
         del inputs["segment_ids"]
     expected = kcse.models.hidden_states_model(backbone)(inputs)["hidden_states"]
-    embeddings = kcse.models.layer_taps(backbone, inputs)
+    embeddings = kcse.models.embedding_stage(backbone, inputs)
     states = kcse.models.transformer_states(
         backbone, embeddings, inputs["padding_mask"]
     )
@@ -53,7 +53,7 @@ def test_shuffled_positions_equal_moving_the_tokens(kind):
     mask = inputs["padding_mask"]
     positions = np.asarray(kcse.layers.TokenShuffle(seed=3)(mask, training=True))
     assert not np.array_equal(positions, np.broadcast_to(np.arange(6), mask.shape))
-    embeddings = kcse.models.layer_taps(backbone, inputs, positions)
+    embeddings = kcse.models.embedding_stage(backbone, inputs, positions)
     shuffled = kcse.models.transformer_states(backbone, embeddings, mask)[-1]
     moved = {key: np.zeros_like(value) for key, value in inputs.items()}
     for row in range(len(positions)):
@@ -73,7 +73,7 @@ def test_shuffle_on_relative_positions_is_a_clear_error():
     backbone = tiny_backbone("nezha")
     inputs = token_batch([3])
     with pytest.raises(ValueError, match="no absolute position embeddings"):
-        kcse.models.layer_taps(backbone, inputs, np.array([[1, 0, 2, 3, 4, 5]]))
+        kcse.models.embedding_stage(backbone, inputs, np.array([[1, 0, 2, 3, 4, 5]]))
 
 
 def make_consert(weights=None, mode="unsup", views=(None, None), backbone=None):
@@ -220,7 +220,7 @@ def test_adversarial_gradient_is_the_nli_loss_gradient_and_trains():
     flat = {key: np.asarray(value)[order] for key, value in features.items()}
     gradient = np.asarray(model._adversarial_gradient(flat, NLI_LABELS, training=False))
     backbone = model.encoder.backbone
-    embeddings = np.asarray(kcse.models.layer_taps(backbone, flat))
+    embeddings = np.asarray(kcse.models.embedding_stage(backbone, flat))
 
     def nli_loss(e):
         states = kcse.models.transformer_states(backbone, e, flat["padding_mask"])
