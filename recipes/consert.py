@@ -2,10 +2,25 @@
 
 The grid, data, protocols and results of `recipes/chinese_simcse.py`
 (`--help` lists them), with column c trained by ConSERT (Yan et al., 2021):
-two embedding-level views per sentence (default: token shuffle and feature
-cutoff 0.2), NT-Xent at temperature 0.1, ConSERT's batch 96, hidden dropout
-0.1 (BERT's). ConSERT's learning rate for BERT-base is 5e-7; the default
-here is the protocol's (1e-5).
+two embedding-level views per sentence, NT-Xent with the two directions
+summed, weighted by α. Every default is ConSERT's, from the file of
+yym6472/ConSERT named:
+
+- views feature_cutoff:0.2 and shuffle, batch 96, max length 64 (PAWSX too),
+  learning rate 5e-7, temperature 0.1, α 0.15 (`--cl_rate`), hidden dropout
+  0.1 (BERT's; no `--no_dropout`): `scripts/chinese/unsup-consert-base-*.sh`;
+- joint mode: views none and token_cutoff:0.1, NLI head on (a, b, |a − b|,
+  max(a, b)²): `scripts/sup-consert-joint-base.sh`; NLI stage one epoch at
+  lr 2e-5 (`--nli-learning-rate`): `main.py`'s defaults, which that script
+  keeps;
+- second stage of sup-unsup: none and feature_cutoff:0.1; of joint-unsup:
+  none and shuffle: `scripts/sup-consert-{sup,joint}-unsup-base.sh`.
+
+Su's protocol decides the training sentences and epochs (1 epoch over
+`--sentences`); ConSERT's scripts train 10 epochs (STS-B 100) with early
+stopping on valid every 20 steps, which `--protocol clean --epochs 10
+--eval-every 20` approaches. kcse trains with Adam; ConSERT's `main.py` with
+AdamW (eps 1e-6, weight decay 0.01) and 10% linear warm-up.
 
     python recipes/consert.py
     python recipes/consert.py --views shuffle,token_cutoff:0.15 --learning-rate 5e-6
@@ -13,10 +28,11 @@ here is the protocol's (1e-5).
 
 `--mode`: `unsup` trains on the task's sentences (as the protocol says);
 `sup` and `joint` train on `--nli` pairs (SNLI / CNSD JSON lines) with an NLI
-softmax head (`joint` adds α · NT-Xent, `--contrastive-weight`);
-`sup-unsup` and `joint-unsup` do that, then `unsup`. Views: none, shuffle,
-token_cutoff:R, feature_cutoff:R, span_cutoff:R, dropout:R, adversarial:NORM
-(adversarial needs labels: the joint modes, TensorFlow backend).
+softmax head (`joint` adds α · NT-Xent of the premises' and of the
+hypotheses' views); `sup-unsup` and `joint-unsup` do that, then `unsup`.
+Views: none, shuffle, token_cutoff:R, feature_cutoff:R, span_cutoff:R,
+dropout:R, adversarial:NORM (adversarial needs labels: the joint modes,
+TensorFlow backend).
 """
 
 import pathlib

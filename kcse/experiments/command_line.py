@@ -34,6 +34,19 @@ POOLINGS = ("P1", "P2", "P3", "P4", "cls", "pooler", "last_avg",
 METHOD_NAMES = ("simcse", "consert", "sg_opt", "sup_simcse")
 SMALLEST_BATCH = 2
 CONSERT_MODES = ("unsup", "sup", "joint", "sup-unsup", "joint-unsup")
+# ConSERT's two views of each contrastive stage, from yym6472/ConSERT's scripts.
+CONSERT_STAGE_VIEWS = {
+    # scripts/chinese/unsup-consert-base-*.sh: --da_final_1 feature_cutoff
+    # --cutoff_rate_final_1 0.2 --da_final_2 shuffle
+    "unsup": ["feature_cutoff:0.2", "shuffle"],
+    # scripts/sup-consert-joint-base.sh: --data_augmentation_strategy cutoff
+    # --cutoff_direction row --cutoff_rate 0.1 (against the sentence as is)
+    "joint": ["none", "token_cutoff:0.1"],
+    # second stage of scripts/sup-consert-sup-unsup-base.sh: cutoff, column, 0.1
+    "sup-unsup": ["none", "feature_cutoff:0.1"],
+    # second stage of scripts/sup-consert-joint-unsup-base.sh: shuffle
+    "joint-unsup": ["none", "shuffle"],
+}
 # ConSERT's views: the value each takes (`split_view`).
 VIEW_VALUES = {
     "shuffle": None,
@@ -174,13 +187,26 @@ def add_method_arguments(parser, names):
         group = parser.add_argument_group("ConSERT")
         group.add_argument("--views", type=two_views,
                            default=METHOD_DEFAULTS["views"],
-                           help="two views: none, shuffle, token_cutoff:R, "
-                           "feature_cutoff:R, span_cutoff:R, dropout:R, "
-                           "adversarial:NORM (default: shuffle,feature_cutoff:0.2)")
+                           help="two views for every contrastive stage: none, "
+                           "shuffle, token_cutoff:R, feature_cutoff:R, "
+                           "span_cutoff:R, dropout:R, adversarial:NORM (default: "
+                           "ConSERT's scripts' by stage: unsup "
+                           "feature_cutoff:0.2,shuffle (chinese/unsup-consert-"
+                           "base-*.sh); joint none,token_cutoff:0.1 "
+                           "(sup-consert-joint-base.sh); the unsup stage of "
+                           "sup-unsup none,feature_cutoff:0.1 and of joint-unsup "
+                           "none,shuffle (sup-consert-*-unsup-base.sh))")
         group.add_argument("--mode", choices=CONSERT_MODES, default=METHOD_DEFAULTS["mode"])
         group.add_argument("--contrastive-weight", type=arguments.non_negative_number,
                            default=METHOD_DEFAULTS["contrastive_weight"],
-                           help="α of the joint modes")
+                           help="α, ConSERT's cl_rate, on its NT-Xent (the two "
+                           "directions summed) in every contrastive stage "
+                           "(default 0.15: --cl_rate 0.15 in ConSERT's scripts)")
+        group.add_argument("--nli-learning-rate", type=arguments.positive_number,
+                           default=METHOD_DEFAULTS["nli_learning_rate"],
+                           help="learning rate of the NLI stage, one epoch (default "
+                           "2e-5: ConSERT's main.py, which sup-consert-joint-"
+                           "base.sh keeps)")
     if "sg_opt" in names:
         group = parser.add_argument_group("SG-OPT")
         group.add_argument("--projection-dim", type=arguments.positive_integer,
@@ -203,11 +229,12 @@ def add_method_arguments(parser, names):
 # Each method's own flags (`add_method_arguments`), by destination.
 METHOD_FLAGS = {
     "views": ("consert",), "mode": ("consert",), "contrastive_weight": ("consert",),
+    "nli_learning_rate": ("consert",),
     "projection_dim": ("sg_opt",), "regularization": ("sg_opt",),
     "hard_negative_weight": ("sup_simcse",), "nli": ("consert", "sup_simcse"),
 }
 METHOD_DEFAULTS = {
-    "views": ["shuffle", "feature_cutoff:0.2"], "mode": "unsup", "contrastive_weight": 1.0,
+    "views": None, "mode": "unsup", "contrastive_weight": 0.15, "nli_learning_rate": 2e-5,
     "projection_dim": 4096, "regularization": 0.1, "hard_negative_weight": 0.0, "nli": None,
 }
 

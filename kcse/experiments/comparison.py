@@ -42,7 +42,8 @@ def method_from_args(name, args):
         if args.mode != "unsup" and args.nli is None:
             raise ValueError(f"--mode {args.mode} trains on NLI pairs: give --nli FILE")
         nli = read_nli(args.nli) if args.nli else None
-        return ConSERTMethod(args.views, args.mode, nli, args.contrastive_weight)
+        return ConSERTMethod(args.views, args.mode, nli, args.contrastive_weight,
+                             args.nli_learning_rate)
     if name == "sg_opt":
         return SGOptMethod(args.projection_dim, args.regularization)
     if name == "sup_simcse":

@@ -34,6 +34,7 @@ store = grid.run_grid(
 """
 
 import collections
+import dataclasses
 import random
 
 import keras
@@ -44,6 +45,7 @@ from kcse.data.chinese import LABEL_SCALES
 from kcse.data.nli import NLITriplets
 from kcse.experiments.protocols import training_sentences
 from kcse.experiments.command_line import CONSERT_MODES
+from kcse.experiments.command_line import CONSERT_STAGE_VIEWS
 from kcse.experiments.command_line import split_view
 from kcse.digests import content_digest
 from kcse.layers import view_augmentation
@@ -187,46 +189,73 @@ def parse_view(text):
 
 
 class ConSERTMethod(Method):
-    """ConSERT in one of its modes.
+    """ConSERT in one of its modes, with the settings of ConSERT's scripts.
 
     `unsup` trains on the task's sentences; `sup` and `joint` on `nli`
     pairs (`kcse.data.NLIPairs`); `sup-unsup` and `joint-unsup` do
     that, then `unsup`, with the same encoder (ConSERT's two-stage modes).
 
+    Defaults, from yym6472/ConSERT: temperature 0.1, batch 96, max length 64
+    (PAWSX too) and learning rate 5e-7 for the contrastive stage
+    (`scripts/chinese/unsup-consert-base-*.sh`), hidden dropout 0.1 (those
+    scripts keep BERT's), NLI stage one epoch at 2e-5 (`main.py`'s defaults
+    `--num_epochs 1 --learning_rate 2e-5`, kept by
+    `scripts/sup-consert-joint-base.sh`), α 0.15 (`--cl_rate 0.15`), views
+    by stage (`CONSERT_STAGE_VIEWS`). ConSERT's scripts train 10 epochs (STS-B
+    100) with early stopping on valid every 20 steps (patience 10), which
+    `--protocol clean --epochs 10 --eval-every 20` approaches; kcse trains
+    with the protocol's Adam, where ConSERT's `main.py` uses AdamW (eps 1e-6,
+    no bias correction, weight decay 0.01) with 10% linear warm-up.
+
     Args:
-        views: two view specs for `parse_view` (ConSERT's unsupervised
-            default: shuffle and feature cutoff 0.2).
+        views: two view specs for `parse_view`, used by every contrastive
+            stage; None: ConSERT's by stage (`CONSERT_STAGE_VIEWS`).
         mode: one of `CONSERT_MODES`.
         nli: `NLIPairs` for the supervised modes.
-        contrastive_weight: α of `joint`.
+        contrastive_weight: α, ConSERT's `cl_rate`.
+        nli_learning_rate: the NLI stage's learning rate.
     """
 
     name = "consert"
     title = "ConSERT"
-    # ConSERT's temperature and batch; BERT's own dropout. (Its lr for
-    # BERT-base, 5e-7, is left to the user: the protocol's is 1e-5.)
-    protocol_defaults = {"temperature": 0.1, "batch_size": 96, "hidden_dropout": 0.1}
+    protocol_defaults = {"temperature": 0.1, "batch_size": 96, "learning_rate": 5e-7,
+                         "hidden_dropout": 0.1, "max_length": 64, "long_max_length": 64}
 
-    def __init__(self, views=("shuffle", "feature_cutoff:0.2"), mode="unsup",
-                 nli=None, contrastive_weight=1.0):
+    def __init__(self, views=None, mode="unsup", nli=None, contrastive_weight=0.15,
+                 nli_learning_rate=2e-5):
         if mode not in CONSERT_MODES:
             raise ValueError(f"mode must be one of {CONSERT_MODES}; got {mode!r}.")
         if mode != "unsup" and nli is None:
             raise ValueError(f"ConSERT mode {mode!r} trains on NLI pairs: give nli.")
-        views = tuple(views)
-        if len(views) != 2:
-            raise ValueError(f"ConSERT needs two views; got {list(views)}.")
-        for view in views:
-            parse_view(view)  # Bad names fail before any training.
+        if views is not None:
+            views = tuple(views)
+            if len(views) != 2:
+                raise ValueError(f"ConSERT needs two views; got {list(views)}.")
+            for view in views:
+                parse_view(view)  # Bad names fail before any training.
         self.views = views
         self.mode = mode
         self.nli = nli
         self.contrastive_weight = contrastive_weight
+        self.nli_learning_rate = nli_learning_rate
+
+    def stage_views(self):
+        """The two view specs of each contrastive stage: `{"nli"|"unsup": [...]}`."""
+        supervised, _, then = self.mode.partition("-")
+        stages = {}
+        if supervised == "joint":
+            stages["nli"] = CONSERT_STAGE_VIEWS["joint"]
+        if supervised == "unsup" or then == "unsup":
+            stages["unsup"] = CONSERT_STAGE_VIEWS[self.mode]
+        if self.views is not None:
+            stages = {stage: list(self.views) for stage in stages}
+        return stages
 
     def objective(self, encoder, protocol, mode="unsup"):
+        views = self.stage_views().get("unsup" if mode == "unsup" else "nli")
         return ConSERT(
             encoder,
-            views=[parse_view(view) for view in self.views],
+            views=[parse_view(view) for view in views or ("none", "none")],
             temperature=protocol.temperature,
             mode=mode,
             contrastive_weight=self.contrastive_weight,
@@ -241,8 +270,11 @@ class ConSERTMethod(Method):
                 [prefix + s for s in side]
                 for side in (self.nli.sentences1, self.nli.sentences2)
             )
+            nli_protocol = dataclasses.replace(
+                protocol, learning_rate=self.nli_learning_rate, epochs=1
+            )
             fit(self.objective(encoder, protocol, supervised), x,
-                self.nli.labels, protocol, verbose=verbose)
+                self.nli.labels, nli_protocol, verbose=verbose)
             count += len(self.nli)
         if supervised == "unsup" or then == "unsup":
             count += super().train(encoder, data, protocol, task, seed, prefix,
@@ -251,9 +283,10 @@ class ConSERTMethod(Method):
 
     def settings(self):
         return super().settings() | {
-            "views": list(self.views),
+            "views": self.stage_views(),
             "mode": self.mode,
             "contrastive_weight": self.contrastive_weight,
+            "nli_learning_rate": self.nli_learning_rate,
             "nli": getattr(self.nli, "source", None),
             "nli_digest": None if self.nli is None else content_digest(
                 [self.nli.sentences1, self.nli.sentences2, self.nli.labels]),

@@ -7,15 +7,21 @@ from its own `keras.random.SeedGenerator`, so a layer built with a fixed
 (it returns position ids); the others act on the embedding output (after
 LayerNorm and dropout) and return `(embeddings, padding_mask)`, the mask
 changed only by `SpanCutoff`; `AdversarialPerturbation` also takes the
-gradient of a supervised loss. Counts are ConSERT's: `int(n · rate)` of the n
-real tokens, `int(dim · rate)` features.
+gradient of a supervised loss. Counts are ConSERT's, rounded as its Python
+code rounds them (yym6472/ConSERT `transformers/modeling_bert.py`):
+`int(n · rate)` of the n real tokens, `int(dim · rate)` features,
+`int(n · dim · rate)` elements.
 """
 
+import functools
+
 import keras
+import numpy as np
 from keras import ops
 
-# Added before flooring counts: `int(n * rate)` computed in float32 must not
-# lose one to rounding (10 * 0.7 = 6.9999995).
+# Added before flooring counts when the row length is not static: `int(n *
+# rate)` computed in float32 must not lose one to rounding (10 * 0.7 =
+# 6.9999995).
 _COUNT_EPSILON = 1e-4
 
 
@@ -33,10 +39,23 @@ def _rank_of_random_keys(mask, seed_generator):
     return ops.argsort(ops.argsort(keys, axis=-1), axis=-1)
 
 
+@functools.lru_cache(maxsize=None)
+def _count_table(size, rate):
+    """`int(k * rate)` for k = 0..size, in Python floats as ConSERT computes it.
+
+    (90 * 0.7 is 62.99999999999999 in float64, so ConSERT cuts 62 of 90.)
+    """
+    return np.array([int(k * rate) for k in range(size + 1)], "int32")
+
+
 def _count(real, rate):
     """`int(n · rate)` per row, n the number of real tokens: (batch, 1)."""
-    n = ops.sum(ops.cast(real, "float32"), axis=-1, keepdims=True)
-    return ops.cast(ops.floor(n * rate + _COUNT_EPSILON), "int32")
+    n = ops.sum(ops.cast(real, "int32"), axis=-1, keepdims=True)
+    size = real.shape[-1]
+    if size is None:
+        scaled = ops.cast(n, "float32") * rate + _COUNT_EPSILON
+        return ops.cast(ops.floor(scaled), "int32")
+    return ops.take(_count_table(size, float(rate)), n)
 
 
 class ViewAugmentation(keras.layers.Layer):
@@ -173,7 +192,7 @@ class FeatureCutoff(ViewAugmentation):
         batch, dim = ops.shape(embeddings)[0], embeddings.shape[-1]
         keys = keras.random.uniform((batch, dim), seed=self.seed_generator)
         ranks = ops.argsort(ops.argsort(keys, axis=-1), axis=-1)
-        cut_columns = ranks < int(dim * self.rate + _COUNT_EPSILON)
+        cut_columns = ranks < int(dim * self.rate)
         cut = ops.logical_and(real[:, :, None], cut_columns[:, None, :])
         return embeddings * ops.cast(ops.logical_not(cut), embeddings.dtype), padding_mask
 
@@ -214,10 +233,14 @@ class SpanCutoff(ViewAugmentation):
 
 @keras.saving.register_keras_serializable(package="kcse")
 class EmbeddingDropout(ViewAugmentation):
-    """Zeroes each element of the real tokens with probability `rate`.
+    """Zeroes `int(n · dim · rate)` elements of the n real tokens' embeddings.
 
-    Unlike `keras.layers.Dropout`, kept values are not rescaled (ConSERT's
-    "dropout" view).
+    ConSERT's "dropout" view (`_cutoff_embeddings` with direction
+    `"random"` in yym6472/ConSERT's `transformers/modeling_bert.py`): of the
+    `n · dim` elements of a sentence's real tokens, exactly
+    `int(n · dim · rate)` drawn without replacement are zeroed, and the kept
+    values are not rescaled (unlike `keras.layers.Dropout`, which zeroes
+    each element independently and rescales).
 
     Example:
     ```python
@@ -225,14 +248,20 @@ class EmbeddingDropout(ViewAugmentation):
     import kcse
     dropout = kcse.layers.EmbeddingDropout(rate=0.1, seed=1)
     y, mask = dropout(np.ones((2, 4, 8), "float32"), np.ones((2, 4)), training=True)
-    y = np.asarray(y)  # shape (2, 4, 8): about 10% zeros, the rest stay 1
-    assert set(np.unique(y)) <= {0.0, 1.0}
+    y = np.asarray(y)  # shape (2, 4, 8): 3 zeros per sentence, the rest stay 1
+    assert list((y == 0).sum(axis=(1, 2))) == [3, 3]  # int(4 · 8 · 0.1)
     ```
     """
 
     def augment(self, embeddings, real, padding_mask):
-        draw = keras.random.uniform(ops.shape(embeddings), seed=self.seed_generator)
-        cut = ops.logical_and(draw < self.rate, real[..., None])
+        batch, length, dim = (
+            ops.shape(embeddings)[0], ops.shape(embeddings)[1], embeddings.shape[-1]
+        )
+        elements = ops.broadcast_to(real[..., None], ops.shape(embeddings))
+        elements = ops.reshape(elements, (batch, length * dim))
+        ranks = _rank_of_random_keys(elements, self.seed_generator)
+        cut = ranks < _count(elements, self.rate)
+        cut = ops.reshape(cut, ops.shape(embeddings))
         return embeddings * ops.cast(ops.logical_not(cut), embeddings.dtype), padding_mask
 
 

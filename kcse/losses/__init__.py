@@ -4,6 +4,7 @@ from kcse.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "SimCSELoss": "kcse.losses.simcse_loss",
+    "NTXentLoss": "kcse.losses.nt_xent_loss",
     "SelfGuidedLoss": "kcse.losses.self_guided_loss",
     "CoSENT": "kcse.losses.cosent",
 }

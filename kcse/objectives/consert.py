@@ -8,13 +8,29 @@ from kcse.models.layer_taps import transformer_states
 from kcse.layers.nli_classifier import NLIClassifier
 from kcse.layers.view_augmentation import AdversarialPerturbation
 from kcse.layers.view_augmentation import FeatureCutoff
+from kcse.layers.view_augmentation import TokenCutoff
 from kcse.layers.view_augmentation import TokenShuffle
-from kcse.losses.simcse_loss import SimCSELoss
+from kcse.losses.nt_xent_loss import NTXentLoss
 from kcse.objectives.encoder_objective import EncoderObjective
 
 MODES = ("unsup", "sup", "joint")
 # Inside a training batch, the NLI labels the adversarial view needs.
 LABELS = "nli_labels"
+
+
+def consert_views(mode):
+    """ConSERT's two views for `mode`, from its run scripts (yym6472/ConSERT).
+
+    `"unsup"`: feature cutoff 0.2 and token shuffle
+    (`scripts/chinese/unsup-consert-base-*.sh`: `--da_final_1 feature_cutoff
+    --cutoff_rate_final_1 0.2 --da_final_2 shuffle`). `"joint"`: the sentence
+    as it is and token cutoff 0.1 (`scripts/sup-consert-joint-base.sh`:
+    `--data_augmentation_strategy cutoff --cutoff_direction row --cutoff_rate
+    0.1`). `"sup"` has no contrastive term.
+    """
+    if mode == "joint":
+        return (None, TokenCutoff(0.1))
+    return (FeatureCutoff(0.2), TokenShuffle())
 
 
 @keras.saving.register_keras_serializable(package="kcse")
@@ -26,16 +42,23 @@ class ConSERT(EncoderObjective):
     `SpanCutoff`, `EmbeddingDropout`, `AdversarialPerturbation`, or None
     for none), applied between
     the backbone's embedding stage and its transformer stack; the encoder's
-    pooling makes the two vectors, and NT-Xent (`kcse.losses.SimCSELoss`
-    with 2N−2 negatives) pulls them together. Under a `tf.distribute`
-    strategy the views of every replica are gathered.
+    pooling makes the two vectors, and NT-Xent (`kcse.losses.NTXentLoss`:
+    2N−2 negatives, the two directions summed as in ConSERT's code) pulls
+    them together. Under a `tf.distribute` strategy the views of every
+    replica are gathered.
 
-    `mode` chooses the training signal:
-    - `"unsup"`: NT-Xent on unlabelled sentences; `fit(sentences)`.
-    - `"sup"`: NLI softmax only, `NLIClassifier` on (r1, r2, |r1 − r2|) of
-      the un-augmented pair; `fit((premises, hypotheses), labels)`.
-    - `"joint"`: softmax + `contrastive_weight` · NT-Xent over the views of
-      every premise and hypothesis; same data as `"sup"`.
+    `mode` chooses the training signal, as ConSERT's
+    `AdvCLSoftmaxLoss.forward` (yym6472/ConSERT,
+    `sentence_transformers/losses/AdvCLSoftmaxLoss.py`):
+    - `"unsup"`: `contrastive_weight` · NT-Xent on unlabelled sentences
+      (ConSERT's `--cl_loss_only`, which still weights the loss by
+      `--cl_rate`); `fit(sentences)`.
+    - `"sup"`: NLI softmax only, `NLIClassifier` on (r1, r2, |r1 − r2|,
+      max(r1, r2)²) of the un-augmented pair; `fit((premises, hypotheses),
+      labels)`.
+    - `"joint"`: softmax + `contrastive_weight` · (NT-Xent over the views of
+      the premises + NT-Xent over the views of the hypotheses), each column
+      with its own in-batch negatives; same data as `"sup"`.
     The adversarial view perturbs each sentence along the gradient of the
     NLI loss with respect to its embedding output, so it needs `"joint"`
     (and the TensorFlow backend, which takes that gradient inside the step).
@@ -43,14 +66,25 @@ class ConSERT(EncoderObjective):
     on NLI followed by an `"unsup"` fit on the target sentences with the
     same encoder (`recipes/consert.py` does both).
 
+    Every default is ConSERT's, from the file named: `views` (see
+    `consert_views`), `temperature` 0.1 and `contrastive_weight` 0.15
+    (`--temperature 0.1 --cl_rate 0.15` in every script under `scripts/`),
+    the max-square feature of the NLI head (`--concatenation_sent_max_square`
+    in `scripts/sup-consert-*.sh`). Its scripts also set batch 96, max
+    length 64 and learning rate 5e-7 for the unsupervised runs
+    (`scripts/chinese/unsup-consert-base-*.sh`) and 2e-5 for the NLI runs
+    (`main.py`'s default); they belong to `compile` and `fit`, and
+    `recipes/consert.py` uses them.
+
     Args:
         encoder: a `kcse.SentenceEncoder`. ConSERT trains with last-layer
             mean pooling (`"last_avg"`).
-        views: two augmentation layers (or None). ConSERT's unsupervised
-            default: token shuffle and feature cutoff 0.2.
+        views: two augmentation layers (or None for an un-augmented view);
+            None: ConSERT's for `mode` (`consert_views`).
         temperature: float. 0.1 in ConSERT.
         mode: `"unsup"`, `"sup"` or `"joint"`.
-        contrastive_weight: float. α of `"joint"`.
+        contrastive_weight: float. α, ConSERT's `cl_rate`: the weight of
+            NT-Xent in `"unsup"` and `"joint"`.
         num_classes: int. NLI classes for `"sup"` / `"joint"`.
 
     In `"unsup"` and `"joint"` modes (in-batch negatives), `fit` raises
@@ -79,12 +113,12 @@ class ConSERT(EncoderObjective):
     encoder = kcse.SentenceEncoder(backbone, preprocessor, pooling="last_avg")
     consert = kcse.ConSERT(
         encoder,
-        views=(kcse.layers.TokenShuffle(), kcse.layers.FeatureCutoff(0.2)),
+        views=(kcse.layers.FeatureCutoff(0.2), kcse.layers.TokenShuffle()),
     )
     consert.compile(optimizer=keras.optimizers.Adam(5e-7), run_eagerly=True)
     history = consert.fit(["the cat sat", "a dog ran", "the dog sat", "a cat ran"],
                           batch_size=2, epochs=1, verbose=0)
-    history.history["loss"]  # one float per epoch, e.g. [0.9]
+    history.history["loss"]  # one float per epoch, e.g. [0.27]
     ```
     """
 
@@ -94,7 +128,7 @@ class ConSERT(EncoderObjective):
         views=None,
         temperature=0.1,
         mode="unsup",
-        contrastive_weight=1.0,
+        contrastive_weight=0.15,
         num_classes=3,
         **kwargs,
     ):
@@ -102,7 +136,7 @@ class ConSERT(EncoderObjective):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}; got {mode!r}.")
         if views is None:
-            views = (TokenShuffle(), FeatureCutoff(0.2))
+            views = consert_views(mode)
         views = tuple(views)
         if len(views) != 2:
             raise ValueError(f"ConSERT needs two views; got {len(views)}.")
@@ -126,10 +160,12 @@ class ConSERT(EncoderObjective):
         self.in_batch_negatives = mode != "sup"
         self.contrastive_weight = contrastive_weight
         self.num_classes = num_classes
-        self.objective_loss = SimCSELoss(temperature, "both_views")
+        self.objective_loss = NTXentLoss(temperature)
         self.classifier = None
         if mode != "unsup":
-            self.classifier = NLIClassifier(num_classes, name="nli_classifier")
+            self.classifier = NLIClassifier(
+                num_classes, max_square=True, name="nli_classifier"
+            )
             self.classifier.build((None, encoder.output_dim))
             self.classification_loss = keras.losses.SparseCategoricalCrossentropy(
                 from_logits=True
@@ -217,20 +253,30 @@ class ConSERT(EncoderObjective):
                 key: ops.reshape(value, (-1, ops.shape(value)[-1]))
                 for key, value in inputs.items()
             }
-            outputs["views"] = self._views(flat, training, labels)
+            views = self._views(flat, training, labels)
+            # (pairs, 2 sentences, 2 views, dim): premises, then hypotheses.
+            outputs["views"] = ops.reshape(
+                views, (-1, 2, 2, ops.shape(views)[-1])
+            )
         return outputs
 
     def objective(self, y, y_pred, sample_weight):
         if self.mode == "unsup":
-            return self.objective_loss(None, y_pred["views"], sample_weight)
+            return self.contrastive_weight * self.objective_loss(
+                None, y_pred["views"], sample_weight
+            )
         if y is None:
             raise ValueError(
                 f"ConSERT mode {self.mode!r} needs NLI labels: fit(x, y)."
             )
         loss = self.classification_loss(y, y_pred["logits"], sample_weight)
         if self.mode == "joint":
-            loss = loss + self.contrastive_weight * self.objective_loss(
-                None, y_pred["views"]
+            # ConSERT: contrastive_loss_a + contrastive_loss_b, one NT-Xent
+            # per column with that column's in-batch negatives.
+            views = y_pred["views"]
+            loss = loss + self.contrastive_weight * (
+                self.objective_loss(None, views[:, 0])
+                + self.objective_loss(None, views[:, 1])
             )
         return loss
 

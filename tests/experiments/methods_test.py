@@ -136,8 +136,47 @@ def test_consert_two_stage_mode_trains_on_nli_then_sentences(
     cells = json.loads((tmp_path / "consert" / "results.json").read_text())["cells"]
     cell = cell_of(cells, "tiny_bert|P1|STS-B|su|consert")
     assert cell["training_samples"] == 24 + 64
-    assert cell["settings"]["views"] == ["token_cutoff:0.1", "feature_cutoff:0.2"]
+    assert cell["settings"]["views"] == {
+        "nli": ["token_cutoff:0.1", "feature_cutoff:0.2"],
+        "unsup": ["token_cutoff:0.1", "feature_cutoff:0.2"],
+    }
     assert cell["settings"]["mode"] == "joint-unsup"
+
+
+def test_consert_defaults_are_its_scripts(tmp_path):
+    """ConSERT's settings by default, each from yym6472/ConSERT's files.
+
+    scripts/chinese/unsup-consert-base-*.sh: batch 96, length 64, lr 5e-7,
+    temperature 0.1, cl_rate 0.15, feature_cutoff 0.2 + shuffle;
+    scripts/sup-consert-joint-base.sh: cutoff row 0.1 against the sentence
+    as it is, main.py's lr 2e-5; scripts/sup-consert-{sup,joint}-unsup-base.sh:
+    feature cutoff 0.1 / shuffle in the second stage.
+    """
+    from kcse.experiments import command_line
+    from kcse.experiments import comparison
+
+    parser = command_line.comparison_parser("doc\n\nmore", "out")
+    command_line.add_method_arguments(parser, ["consert"])
+    args = parser.parse_args([])
+    method = comparison.method_from_args("consert", args)
+    protocol = comparison.protocol_from_args(args, method)
+    assert (protocol.batch_size, protocol.learning_rate, protocol.temperature) == (96, 5e-7, 0.1)
+    assert (protocol.max_length, protocol.long_max_length) == (64, 64)
+    assert method.contrastive_weight == 0.15 and method.nli_learning_rate == 2e-5
+    assert method.stage_views() == {"unsup": ["feature_cutoff:0.2", "shuffle"]}
+    nli = object()
+    stages = {mode: methods.ConSERTMethod(mode=mode, nli=nli).stage_views()
+              for mode in ("sup", "joint", "sup-unsup", "joint-unsup")}
+    assert stages == {
+        "sup": {},
+        "joint": {"nli": ["none", "token_cutoff:0.1"]},
+        "sup-unsup": {"unsup": ["none", "feature_cutoff:0.1"]},
+        "joint-unsup": {"nli": ["none", "token_cutoff:0.1"], "unsup": ["none", "shuffle"]},
+    }
+    help_text = parser.format_help()
+    for source in ("unsup-consert-base-*.sh", "sup-consert-joint-base.sh", "--cl_rate 0.15",
+                   "main.py"):
+        assert source in " ".join(help_text.split()), source
 
 
 @pytest.mark.parametrize(

@@ -83,13 +83,22 @@ def test_span_cutoff_keeps_one_contiguous_span(rate):
         assert (out[row, cut] == 0).all()
 
 
-def test_embedding_dropout_zeroes_without_rescaling():
+@pytest.mark.parametrize("rate", [0.1, 0.3, 0.7])
+def test_embedding_dropout_zeroes_consert_count_without_rescaling(rate):
+    """Exactly ConSERT's count per sentence, the rest unscaled.
+
+    Reference: yym6472/ConSERT `transformers/modeling_bert.py`
+    `_cutoff_embeddings(direction="random")`: `num_dimensions = n * emb_size`
+    (n real tokens), `int(num_dimensions * rate)` indexes of the flattened
+    real tokens filled with 0.0, no rescaling.
+    """
     embeddings, mask = batch()
-    out = np.asarray(EmbeddingDropout(rate=0.3, seed=6)(embeddings, mask, training=True)[0])
-    real = mask.astype(bool)
-    changed = out[real] != embeddings[real]
-    assert (out[real][changed] == 0).all()  # Dropped: zero; kept: unscaled.
-    assert 0.2 < changed.mean() < 0.4
+    out = np.asarray(EmbeddingDropout(rate=rate, seed=6)(embeddings, mask, training=True)[0])
+    for row, n in enumerate(LENGTHS):
+        real = out[row, :n]
+        zeros = real == 0
+        assert zeros.sum() == int(n * DIM * rate), (row, zeros.sum())
+        np.testing.assert_array_equal(real[~zeros], embeddings[row, :n][~zeros])
 
 
 def test_token_shuffle_permutes_only_real_positions():

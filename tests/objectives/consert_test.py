@@ -3,6 +3,7 @@ import keras_hub
 import numpy as np
 import pytest
 
+import consert_reference
 import kcse
 from conftest import TINY_SENTENCES as SENTENCES
 from conftest import assert_mirrored_step_equals_single_step
@@ -76,57 +77,76 @@ def test_shuffle_on_relative_positions_is_a_clear_error():
         kcse.models.embedding_stage(backbone, inputs, np.array([[1, 0, 2, 3, 4, 5]]))
 
 
-def make_consert(weights=None, mode="unsup", views=(None, None), backbone=None):
+def make_consert(weights=None, mode="unsup", views=(None, None), backbone=None,
+                 **options):
     encoder = kcse.SentenceEncoder(
         backbone or tiny_bert(), tiny_preprocessor(), pooling="last_avg"
     )
     if weights is not None:
         encoder.set_weights(weights)
-    model = kcse.ConSERT(encoder, views=views, mode=mode, contrastive_weight=0.5)
+    model = kcse.ConSERT(encoder, views=views, mode=mode, **options)
     model.compile(optimizer=keras.optimizers.SGD(0.05))
     return model
 
 
-def numpy_cross_entropy(logits, labels):
-    logits = logits - logits.max(axis=1, keepdims=True)
-    log_probs = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
-    return -log_probs[np.arange(len(labels)), labels].mean()
+def test_nt_xent_equals_consert_loss():
+    """Reference: ConSERT's `_contrastive_loss_forward`, in numpy
+    (tests/consert_reference.py): the two directions summed."""
+    rng = np.random.default_rng(0)
+    for batch, temperature in [(2, 0.1), (8, 0.1), (5, 0.05)]:
+        views = rng.normal(size=(batch, 2, 16)).astype("float32")
+        loss = kcse.losses.NTXentLoss(temperature)(None, views)
+        expected = consert_reference.nt_xent(views[:, 0], views[:, 1], temperature)
+        np.testing.assert_allclose(float(loss), expected, rtol=1e-6)
 
 
-def test_unsup_fit_loss_is_nt_xent_of_the_views():
+def test_defaults_are_consert_scripts():
+    model = kcse.ConSERT(kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor()))
+    assert model.temperature == 0.1 and model.contrastive_weight == 0.15
+    first, second = model.views
+    assert isinstance(first, kcse.layers.FeatureCutoff) and first.rate == 0.2
+    assert isinstance(second, kcse.layers.TokenShuffle)
+    joint = make_consert(mode="joint", views=None)
+    assert joint.views[0] is None
+    assert isinstance(joint.views[1], kcse.layers.TokenCutoff) and joint.views[1].rate == 0.1
+    assert joint.classifier.max_square
+
+
+def test_unsup_fit_loss_is_weighted_consert_nt_xent():
+    """Reference: ConSERT's `forward` with `--cl_loss_only --cl_rate 0.15`
+    (tests/consert_reference.py). Views without augmentation and no dropout
+    make both views the encoder's vectors."""
     model = make_consert()
     features = model.preprocessor(SENTENCES)
     vectors = model.encoder.predict(SENTENCES, verbose=0)
-    expected = kcse.losses.SimCSELoss(0.1, "both_views")(
-        None, np.stack([vectors, vectors], axis=1)
-    )
+    expected = 0.15 * consert_reference.nt_xent(vectors, vectors, 0.1)
     np.testing.assert_allclose(model(features)["views"][:, 0], vectors, atol=1e-5)
     history = model.fit(SENTENCES, batch_size=8, shuffle=False, verbose=0)
-    np.testing.assert_allclose(history.history["loss"][0], float(expected), atol=1e-5)
+    np.testing.assert_allclose(history.history["loss"][0], expected, rtol=1e-5)
 
 
 @pytest.mark.parametrize("mode", ["sup", "joint"])
-def test_supervised_modes_equal_softmax_plus_weighted_nt_xent(mode):
+def test_supervised_modes_equal_consert_loss(mode):
+    """Reference: ConSERT's `forward` in numpy (tests/consert_reference.py):
+    softmax on (a, b, |a − b|, max(a, b)²), plus in the joint mode
+    cl_rate 0.15 · (NT-Xent of the premises + NT-Xent of the hypotheses)."""
     model = make_consert(mode=mode)
     premises = model.encoder.predict(SENTENCES, verbose=0)
     hypotheses = model.encoder.predict(HYPOTHESES, verbose=0)
     kernel, bias = (np.asarray(w) for w in model.classifier.dense.weights)
-    features = np.concatenate(
-        [premises, hypotheses, np.abs(premises - hypotheses)], axis=-1
-    )
-    expected = numpy_cross_entropy(features @ kernel + bias, NLI_LABELS)
     if mode == "joint":
-        every = np.concatenate([premises, hypotheses])
-        # Row order of the views: premise and hypothesis of pair 1, then 2...
-        order = np.stack([np.arange(8), np.arange(8) + 8], axis=1).reshape(-1)
-        every = every[order]
-        expected += 0.5 * float(
-            kcse.losses.SimCSELoss(0.1)(None, np.stack([every, every], axis=1))
+        expected = consert_reference.joint_loss(
+            premises, hypotheses, (premises, premises), (hypotheses, hypotheses),
+            NLI_LABELS, kernel, bias, temperature=0.1, cl_rate=0.15,
+        )
+    else:
+        expected = consert_reference.cross_entropy(
+            consert_reference.nli_logits(premises, hypotheses, kernel, bias), NLI_LABELS
         )
     history = model.fit(
         (SENTENCES, HYPOTHESES), NLI_LABELS, batch_size=8, shuffle=False, verbose=0
     )
-    np.testing.assert_allclose(history.history["loss"][0], expected, atol=1e-5)
+    np.testing.assert_allclose(history.history["loss"][0], expected, rtol=1e-5)
 
 
 @pytest.mark.parametrize("mode", ["unsup", "joint"])
@@ -175,7 +195,8 @@ def test_bad_modes_views_and_data():
 
 def test_config_round_trip():
     model = make_consert(
-        mode="joint", views=(kcse.layers.TokenShuffle(seed=2), kcse.layers.SpanCutoff(0.3))
+        mode="joint", views=(kcse.layers.TokenShuffle(seed=2), kcse.layers.SpanCutoff(0.3)),
+        contrastive_weight=0.5,
     )
     restored = kcse.ConSERT.from_config(model.get_config())
     assert restored.mode == "joint" and restored.contrastive_weight == 0.5
@@ -226,7 +247,7 @@ def test_adversarial_gradient_is_the_nli_loss_gradient_and_trains():
         states = kcse.models.transformer_states(backbone, e, flat["padding_mask"])
         vectors = np.asarray(model.encoder.pool(states, flat["padding_mask"]))
         logits = np.asarray(model.classifier(vectors[0::2], vectors[1::2]), "float64")
-        return numpy_cross_entropy(logits, NLI_LABELS)
+        return consert_reference.cross_entropy(logits, NLI_LABELS)
 
     # A central difference along the gradient gives its norm.
     step = 1e-2

@@ -1,0 +1,60 @@
+"""ConSERT's training losses transcribed to numpy: an independent reference.
+
+Transcribed line by line from yym6472/ConSERT,
+`sentence_transformers/losses/AdvCLSoftmaxLoss.py` (`_contrastive_loss_forward`
+with `contrastive_loss_type="nt_xent"`, `hidden_norm=True`; `_reps_to_output`
+with `concatenation_sent_max_square`; the loss sum of `forward`). The authors'
+code, not kcse's: kcse's implementation is checked against it.
+"""
+
+import numpy as np
+
+LARGE_NUM = 1e9
+
+
+def cross_entropy(logits, labels):
+    """torch.nn.functional.cross_entropy (mean over rows), float64."""
+    logits = np.asarray(logits, "float64")
+    logits = logits - logits.max(axis=1, keepdims=True)
+    log_probs = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+    return -log_probs[np.arange(len(labels)), labels].mean()
+
+
+def normalize(hidden):
+    """torch.nn.functional.normalize(p=2, dim=-1)."""
+    hidden = np.asarray(hidden, "float64")
+    return hidden / np.maximum(np.linalg.norm(hidden, axis=-1, keepdims=True), 1e-12)
+
+
+def nt_xent(hidden1, hidden2, temperature):
+    """`_contrastive_loss_forward(hidden1, hidden2, hidden_norm=True, temperature)`."""
+    hidden1, hidden2 = normalize(hidden1), normalize(hidden2)
+    batch_size = len(hidden1)
+    labels = np.arange(batch_size)
+    masks = np.eye(batch_size)
+    logits_aa = hidden1 @ hidden1.T / temperature - masks * LARGE_NUM
+    logits_bb = hidden2 @ hidden2.T / temperature - masks * LARGE_NUM
+    logits_ab = hidden1 @ hidden2.T / temperature
+    logits_ba = hidden2 @ hidden1.T / temperature
+    loss_a = cross_entropy(np.concatenate([logits_ab, logits_aa], axis=1), labels)
+    loss_b = cross_entropy(np.concatenate([logits_ba, logits_bb], axis=1), labels)
+    return loss_a + loss_b
+
+
+def nli_logits(rep_a, rep_b, kernel, bias):
+    """`_reps_to_output` with rep, difference and max-square features."""
+    features = np.concatenate(
+        [rep_a, rep_b, np.abs(rep_a - rep_b), np.maximum(rep_a, rep_b) ** 2], axis=1
+    )
+    return features @ kernel + bias
+
+
+def joint_loss(rep_a, rep_b, views_a, views_b, labels, kernel, bias, temperature,
+               cl_rate):
+    """`forward` of the joint mode: softmax loss + cl_rate · (NT-Xent a + b).
+
+    `views_a` / `views_b` are the two views of the premises / hypotheses.
+    """
+    normal = cross_entropy(nli_logits(rep_a, rep_b, kernel, bias), labels)
+    contrastive = nt_xent(*views_a, temperature) + nt_xent(*views_b, temperature)
+    return normal + cl_rate * contrastive
