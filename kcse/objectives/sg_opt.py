@@ -11,6 +11,24 @@ from kcse.losses.self_guided_loss import SelfGuidedLoss
 from kcse.objectives.encoder_objective import EncoderObjective
 
 
+# BERT's `initializer_range`, with which galsang/SG-BERT (`loss.py`, `Loss`)
+# draws the projection head's weights: `weight.data.normal_(0.0, 0.02)`.
+HEAD_INITIALIZER_RANGE = 0.02
+
+
+def _head_layer(units):
+    """`nn.Linear` + `nn.GELU()` as SG-BERT initialises them: normal(0, 0.02)
+    weights (not truncated), zero biases, exact (erf) GELU."""
+    return keras.layers.Dense(
+        units,
+        activation="gelu",  # keras.activations.gelu: approximate=False
+        kernel_initializer=keras.initializers.RandomNormal(
+            mean=0.0, stddev=HEAD_INITIALIZER_RANGE
+        ),
+        bias_initializer="zeros",
+    )
+
+
 @keras.saving.register_keras_serializable(package="kcse")
 class SGOpt(EncoderObjective):
     """Self-Guided Contrastive Learning, SG-OPT (Kim et al., ACL 2021).
@@ -22,10 +40,15 @@ class SGOpt(EncoderObjective):
     place: those layers stay non-trainable afterwards). The encoder's
     sentence vector c_i (SG-OPT uses `pooling="cls"`) and the pivots pass
     through one shared projection head, Dense–GELU–Dense–GELU of width
-    `projection_dim`, into `kcse.losses.SelfGuidedLoss` (L^opt3), plus
-    `regularization` · Σ‖θ_T − θ_F‖² over the backbone's weights. The head
-    is used in training only. Under a `tf.distribute` strategy the pivots of
-    every replica are gathered.
+    `projection_dim` (exact, erf GELU), into `kcse.losses.SelfGuidedLoss`
+    (L^opt3), plus `regularization` · Σ‖θ_T − θ_F‖² over the backbone's
+    weights. As in the authors' code (galsang/SG-BERT, `loss.py`, `Loss`),
+    the head's kernels start as normal(0, 0.02) draws (BERT's
+    `initializer_range`, untruncated) and its biases at zero. The head is
+    used in training only. Under a `tf.distribute` strategy the pivots of
+    every replica are gathered, and the regulariser, which every replica
+    computes in full, is divided by the replica count so that the summed
+    gradients equal one device's.
 
     `fit` takes unlabelled sentences, as `kcse.SimCSE`.
 
@@ -64,7 +87,7 @@ class SGOpt(EncoderObjective):
     sg_opt.compile(optimizer=keras.optimizers.Adam(5e-5), run_eagerly=True)
     history = sg_opt.fit(["the cat sat", "a dog ran", "the dog sat", "a cat ran"],
                          batch_size=2, epochs=1, verbose=0)
-    history.history["loss"]  # one float per epoch, e.g. [2.2]
+    history.history["loss"]  # one float per epoch, e.g. [3.7]
     ```
     """
 
@@ -98,10 +121,7 @@ class SGOpt(EncoderObjective):
         for layer in embedding_layers(backbone):
             layer.trainable = False
         self.projection = keras.Sequential(
-            [
-                keras.layers.Dense(projection_dim, activation="gelu"),
-                keras.layers.Dense(projection_dim, activation="gelu"),
-            ],
+            [_head_layer(projection_dim), _head_layer(projection_dim)],
             name="projection_head",
         )
         self.projection.build((None, None, backbone.hidden_dim))

@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 import kcse
+from authors_references import sg_bert_ntxent_loss
 
 
 def opt3_reference(vectors, temperature):
@@ -28,6 +29,18 @@ def test_equals_the_paper_formula(temperature):
     vectors = np.random.default_rng(0).normal(size=(5, 1 + 4, 12)).astype("float32")
     loss = kcse.losses.SelfGuidedLoss(temperature)(None, vectors)
     np.testing.assert_allclose(float(loss), opt3_reference(vectors, temperature), rtol=1e-5)
+
+
+@pytest.mark.parametrize("temperature", [0.01, 0.05, 0.5])
+def test_equals_sg_bert_ntxent_loss(temperature):
+    """Reference: galsang/SG-BERT loss.py `NTXentLoss.forward(cls, cont)`,
+    the authors' SG-OPT loss, transcribed to numpy in
+    tests/authors_references.py (and checked against that torch code when
+    written): independent of kcse and of the paper's formula above."""
+    vectors = np.random.default_rng(2).normal(size=(6, 1 + 5, 16)).astype("float32")
+    loss = kcse.losses.SelfGuidedLoss(temperature)(None, vectors)
+    expected = sg_bert_ntxent_loss(vectors[:, 0], vectors[:, 1:], temperature)
+    np.testing.assert_allclose(float(loss), expected, rtol=1e-5)
 
 
 def test_temperature_001_stays_finite_and_matches():

@@ -2,44 +2,12 @@ import numpy as np
 import pytest
 
 import kcse
-
-
-def softmax_cross_entropy(logits, labels):
-    logits = logits - logits.max(axis=1, keepdims=True)
-    log_probs = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
-    return -log_probs[np.arange(len(labels)), labels]
-
-
-def su_loss(views, temperature):
-    """bojone/SimCSE: rows [a1, a1', a2, a2', ...], diagonal masked."""
-    rows = views.reshape(-1, views.shape[-1]).astype("float64")
-    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
-    idxs = np.arange(len(rows))
-    labels = idxs + 1 - idxs % 2 * 2
-    similarities = rows @ rows.T - np.eye(len(rows)) * 1e12
-    return softmax_cross_entropy(similarities / temperature, labels).mean()
-
-
-def princeton_loss(views, temperature):
-    """princeton-nlp/SimCSE: cos(z1_i, z2_j) / temp, labels = arange(N)."""
-    z1, z2 = views[:, 0].astype("float64"), views[:, 1].astype("float64")
-    z1 /= np.linalg.norm(z1, axis=1, keepdims=True)
-    z2 /= np.linalg.norm(z2, axis=1, keepdims=True)
-    return softmax_cross_entropy(z1 @ z2.T / temperature, np.arange(len(z1))).mean()
-
-
-def supervised_loss(triplets, temperature, hard_negative_weight):
-    """princeton-nlp/SimCSE supervised: [cos(z1, z2) | cos(z1, z3) + w·I]."""
-    z = triplets.astype("float64")
-    z /= np.linalg.norm(z, axis=2, keepdims=True)
-    z1, z2, z3 = z[:, 0], z[:, 1], z[:, 2]
-    batch = len(z)
-    weights = np.array(
-        [[0.0] * batch + [0.0] * i + [hard_negative_weight] + [0.0] * (batch - i - 1)
-         for i in range(batch)]
-    )
-    logits = np.concatenate([z1 @ z2.T, z1 @ z3.T], axis=1) / temperature + weights
-    return softmax_cross_entropy(logits, np.arange(batch)).mean()
+# The references, transcribed from the authors' code (bojone/SimCSE eval.py
+# simcse_loss; princeton-nlp/SimCSE simcse/models.py cl_forward), are shared
+# with the objectives' tests.
+from authors_references import bojone_simcse_loss
+from authors_references import cross_entropy
+from authors_references import princeton_simcse_loss
 
 
 def seed_003_supervised_loss(triplets, temperature):
@@ -50,7 +18,7 @@ def seed_003_supervised_loss(triplets, temperature):
     anchors = np.arange(0, len(rows), 3)
     others = np.array([i for i in range(len(rows)) if i % 3 != 0])
     logits = similarities[anchors][:, others] / temperature
-    return softmax_cross_entropy(logits, np.arange(0, len(others), 2)).mean()
+    return cross_entropy(logits, np.arange(0, len(others), 2)).mean()
 
 
 @pytest.mark.parametrize("temperature", [0.05, 1.0])
@@ -60,7 +28,7 @@ def test_hard_negatives_equal_princeton_reference(temperature, hard_negative_wei
     loss = kcse.losses.SimCSELoss(
         temperature, "cross_view", hard_negative_weight=hard_negative_weight
     )(None, triplets)
-    expected = supervised_loss(triplets, temperature, hard_negative_weight)
+    expected = princeton_simcse_loss(triplets, temperature, hard_negative_weight)
     np.testing.assert_allclose(float(loss), expected, atol=1e-5)
     if hard_negative_weight == 0.0:  # The seed's arrangement orders columns
         # differently; the softmax does not care.
@@ -73,7 +41,7 @@ def test_hard_negatives_equal_princeton_reference(temperature, hard_negative_wei
 def test_both_views_equals_su_reference(temperature):
     views = np.random.default_rng(1).normal(size=(16, 2, 32)).astype("float32")
     loss = kcse.losses.SimCSELoss(temperature, "both_views")(None, views)
-    np.testing.assert_allclose(float(loss), su_loss(views, temperature), atol=1e-6)
+    np.testing.assert_allclose(float(loss), bojone_simcse_loss(views, temperature), atol=1e-6)
 
 
 @pytest.mark.parametrize("temperature", [0.05, 0.1, 1.0])
@@ -81,7 +49,7 @@ def test_cross_view_equals_princeton_reference(temperature):
     views = np.random.default_rng(2).normal(size=(16, 2, 32)).astype("float32")
     loss = kcse.losses.SimCSELoss(temperature, "cross_view")(None, views)
     np.testing.assert_allclose(
-        float(loss), princeton_loss(views, temperature), atol=1e-6
+        float(loss), princeton_simcse_loss(views, temperature), atol=1e-6
     )
 
 
@@ -102,7 +70,7 @@ def test_sample_weight_and_per_sentence_reduction():
     per_sentence = kcse.losses.SimCSELoss(reduction="none")(None, views)
     assert per_sentence.shape == (6,)
     np.testing.assert_allclose(
-        float(np.mean(per_sentence)), su_loss(views, 0.05), atol=1e-6
+        float(np.mean(per_sentence)), bojone_simcse_loss(views, 0.05), atol=1e-6
     )
     weights = np.array([1, 0, 1, 0, 1, 0], "float32")
     weighted = kcse.losses.SimCSELoss()(None, views, sample_weight=weights)

@@ -4,22 +4,36 @@ import pytest
 
 import kcse
 from kcse.models.layer_taps import embedding_layers
+from authors_references import sg_bert_compute_diff
+from authors_references import sg_bert_ntxent_loss
+from authors_references import sg_bert_projection_head
 from conftest import TINY_SENTENCES as SENTENCES
-from conftest import assert_mirrored_step_equals_single_step
+from conftest import one_step
 from conftest import tiny_bert
 from conftest import tiny_preprocessor
 
 
-def make_sg_opt(weights=None, backbone=None):
+def make_sg_opt(weights=None, backbone=None, projection_dim=16, learning_rate=0.05):
     encoder = kcse.SentenceEncoder(
         backbone or tiny_bert(), tiny_preprocessor(), pooling="cls"
     )
     if weights is not None:
         encoder.set_weights(weights)
     keras.utils.set_random_seed(1)  # The projection head's initial weights.
-    model = kcse.SGOpt(encoder, projection_dim=16, temperature=0.05)
-    model.compile(optimizer=keras.optimizers.SGD(0.05))
+    model = kcse.SGOpt(encoder, projection_dim=projection_dim, temperature=0.05)
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate))
     return model
+
+
+def move_tuned_weights(model, scale=0.1, seed=7):
+    """Moves BERT_T away from BERT_F: adds fixed normal noise to the
+    weights of its transformer blocks (all trained; the embeddings are
+    frozen), so that the regulariser and its gradient are not zero."""
+    rng = np.random.default_rng(seed)
+    for layer in model.encoder.backbone.transformer_layers:
+        for w in layer.weights:
+            noise = rng.normal(0.0, scale, size=tuple(w.shape))
+            w.assign(np.asarray(w) + noise.astype(w.dtype))
 
 
 def numpy_pivots(model, sentences):
@@ -33,33 +47,91 @@ def numpy_pivots(model, sentences):
     )
 
 
+def numpy_head(model, vectors):
+    """SG-BERT's projection head (tests/authors_references.py) with the
+    weights of `model.projection`, Keras kernels transposed to torch's
+    `(out, in)` layout."""
+    dense = model.projection.layers
+    return sg_bert_projection_head(
+        vectors,
+        [np.asarray(layer.kernel).T for layer in dense],
+        [np.asarray(layer.bias) for layer in dense],
+    )
+
+
+def sg_bert_reference_loss(model, fixed_weights):
+    """galsang/SG-BERT's training loss of `model` on SENTENCES, in numpy.
+
+    `Loss.forward` with `obj="SG-OPT"`: the [CLS] vector of BERT_T and the
+    masked mean of every layer of BERT_F (numpy), both through the
+    projection head (numpy, exact GELU), into `NTXentLoss` (numpy), plus
+    `lamb · compute_diff()` (λ = 0.1) against `fixed_weights`.
+    """
+    cls = model.encoder.predict(SENTENCES, verbose=0)
+    pooled = numpy_pivots(model, SENTENCES)
+    loss = sg_bert_ntxent_loss(numpy_head(model, cls), numpy_head(model, pooled), 0.05)
+    diff = sg_bert_compute_diff(
+        [np.asarray(w) for w in model.encoder.backbone.weights], fixed_weights
+    )
+    return loss + 0.1 * diff, diff
+
+
 def test_forward_projects_cls_and_every_layer_pivot():
+    """Reference: the [CLS] vector and numpy masked means of BERT_F's
+    layers through SG-BERT's head (`nn.Linear`, `nn.GELU()`: exact erf),
+    transcribed from galsang/SG-BERT loss.py in tests/authors_references.py
+    and fed with the head's weights: independent of Keras' Dense and gelu."""
     model = make_sg_opt()
     features = model.preprocessor(SENTENCES)
     outputs = np.asarray(model(features))
     assert outputs.shape == (8, 1 + 3, 16)
     cls = model.encoder.predict(SENTENCES, verbose=0)
     inputs = np.concatenate([cls[:, None], numpy_pivots(model, SENTENCES)], axis=1)
-    np.testing.assert_allclose(outputs, np.asarray(model.projection(inputs)), atol=1e-5)
+    np.testing.assert_allclose(outputs, numpy_head(model, inputs), atol=1e-5)
 
 
-def test_fit_loss_adds_the_weight_regulariser():
+def test_fit_loss_equals_sg_bert_loss_with_its_regulariser():
+    """Reference: galsang/SG-BERT loss.py, `Loss.forward` for SG-OPT
+    (`NTXentLoss` + lamb · `compute_diff`), transcribed to numpy in
+    tests/authors_references.py (checked against that torch code when it
+    was written). Independent: the authors' code, not
+    kcse.losses.SelfGuidedLoss; only the encoder's [CLS] vectors and
+    BERT_F's hidden states come from Keras.
+
+    Step 1 starts at BERT_T = BERT_F, where compute_diff is 0; step 2
+    starts after step 1 has moved BERT_T, and its reported loss must
+    include lamb · compute_diff.
+    """
     model = make_sg_opt()
-    features = model.preprocessor(SENTENCES)
     fixed = [np.asarray(w) for w in model.fixed_backbone.weights]
-    initial = float(kcse.losses.SelfGuidedLoss(0.05)(None, model(features)))
-    first = model.fit(SENTENCES, batch_size=8, shuffle=False, verbose=0).history["loss"][0]
-    # At the start BERT_T = BERT_F: the loss is L^opt3 alone.
-    # After the step, the objective adds λ Σ‖θ_T − θ_F‖².
-    distance = sum(
-        float(np.sum((np.asarray(t) - f) ** 2))
-        for t, f in zip(model.encoder.backbone.weights, fixed)
-    )
-    assert distance > 0
-    y_pred = model(features)
-    expected = float(kcse.losses.SelfGuidedLoss(0.05)(None, y_pred)) + 0.1 * distance
-    np.testing.assert_allclose(float(model.objective(None, y_pred, None)), expected, rtol=1e-5)
-    np.testing.assert_allclose(first, initial, rtol=1e-5)
+    for step in (1, 2):
+        expected, diff = sg_bert_reference_loss(model, fixed)
+        assert (diff == 0) if step == 1 else (diff > 1e-6), diff
+        history = model.fit(SENTENCES, batch_size=8, shuffle=False, verbose=0)
+        np.testing.assert_allclose(history.history["loss"][0], expected, rtol=1e-5)
+
+
+def test_projection_head_init_matches_sg_bert():
+    """galsang/SG-BERT loss.py initialises both head Linears with
+    `weight.normal_(0, initializer_range)` (0.02 for BERT) and zero bias.
+
+    With 8 × 2048 and 2048 × 2048 kernels the sample standard deviation is
+    within 5e-4 and 3e-5 of 0.02 (> 4 sampling sigmas: 1.1e-4 and 6.9e-6),
+    where Glorot's (kcse's former head) would be 0.031 and 0.022; an
+    untruncated normal puts 4.55% of draws beyond 2σ, a truncated one
+    none.
+    """
+    model = make_sg_opt(projection_dim=2048)
+    kernels = [np.asarray(layer.kernel, "float64") for layer in model.projection.layers]
+    assert [k.shape for k in kernels] == [(8, 2048), (2048, 2048)]
+    for kernel, std_tolerance in zip(kernels, (5e-4, 3e-5)):
+        n = kernel.size
+        assert abs(kernel.mean()) < 4 * 0.02 / np.sqrt(n), kernel.mean()
+        np.testing.assert_allclose(kernel.std(), 0.02, atol=std_tolerance)
+        beyond = np.mean(np.abs(kernel) > 2 * 0.02)
+        assert abs(beyond - 0.0455) < 4 * np.sqrt(0.0455 * 0.9545 / n), beyond
+    for layer in model.projection.layers:
+        np.testing.assert_array_equal(np.asarray(layer.bias), 0.0)
 
 
 def test_fixed_copy_and_embeddings_stay_frozen():
@@ -85,8 +157,48 @@ def test_fixed_copy_and_embeddings_stay_frozen():
     )
 
 
-def test_mirrored_step_equals_single_step(two_cpu_strategy):
-    assert_mirrored_step_equals_single_step(make_sg_opt, two_cpu_strategy, SENTENCES)
+def test_mirrored_step_with_moved_weights_equals_single_step(two_cpu_strategy):
+    """One step under MirroredStrategy (2 replicas) equals one step on one
+    device (≤ 1e-5, every weight: BERT_T, BERT_F and the head) from
+    θ_T ≠ θ_F, where the regulariser's gradient 2λ(θ_T − θ_F) is not zero:
+    every replica computes the regulariser in full, so without the division
+    by the replica count its gradient would count twice.
+
+    The rate is lower than elsewhere: the tiny head's outputs are small
+    (normal(0, 0.02) weights, width 16), so the cosine gradients move its
+    last bias by units per step, and float32 rounding must stay well under
+    1e-5 while the regulariser's share stays well above it.
+    """
+    import tensorflow as tf
+
+    initial = make_sg_opt().encoder.get_weights()
+
+    def make_moved():
+        model = make_sg_opt(initial, learning_rate=0.01)
+        move_tuned_weights(model)
+        return model
+
+    single = make_moved()
+    start = [np.asarray(w) for w in single.weights]
+    trainable = single.encoder.backbone.trainable_weights
+    with tf.GradientTape() as tape:
+        regulariser = single.regularization * single.weight_distance()
+    gradient_norm = float(tf.linalg.global_norm(tape.gradient(regulariser, trainable)))
+    assert float(regulariser) > 0.1 and gradient_norm > 0.1, (
+        float(regulariser), gradient_norm,
+    )
+    single_loss, _ = one_step(single, SENTENCES)
+    with two_cpu_strategy.scope():
+        mirrored = make_moved()
+    for a, b in zip(mirrored.weights, start):
+        np.testing.assert_array_equal(np.asarray(a), b)
+    mirrored_loss, _ = one_step(mirrored, SENTENCES)
+    np.testing.assert_allclose(mirrored_loss, single_loss, atol=1e-5)
+    assert len(mirrored.weights) == len(single.weights)
+    for a, b in zip(mirrored.weights, single.weights):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-5, err_msg=a.path)
+    moved = max(np.abs(np.asarray(w) - s).max() for w, s in zip(single.weights, start))
+    assert moved > 1e-4
 
 
 @pytest.mark.parametrize(

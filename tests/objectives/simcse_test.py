@@ -10,6 +10,8 @@ import pytest
 import tensorflow as tf
 
 import kcse
+from authors_references import bojone_simcse_loss
+from authors_references import princeton_simcse_loss
 from conftest import TINY_SENTENCES as SENTENCES
 from conftest import one_step
 from conftest import tiny_bert
@@ -25,6 +27,20 @@ def make_simcse(weights=None, negatives="both_views", dropout=0.0, pooling="P3")
     simcse = kcse.SimCSE(encoder, temperature=0.05, negatives=negatives)
     simcse.compile(optimizer=keras.optimizers.SGD(0.01))
     return simcse
+
+
+# The authors' loss of each `negatives` mode (tests/authors_references.py).
+AUTHORS_LOSS = {
+    "both_views": bojone_simcse_loss,
+    "cross_view": princeton_simcse_loss,
+}
+
+
+def eval_views(encoder):
+    """Two views of each of SENTENCES as the encoder gives them without
+    dropout (the objectives here have none, so both views are equal)."""
+    vectors = encoder.predict(SENTENCES, verbose=0)
+    return np.stack([vectors, vectors], axis=1)
 
 
 def test_forward_gives_two_views_per_sentence():
@@ -48,13 +64,18 @@ def test_dropout_makes_views_differ_in_training_only():
 
 
 @pytest.mark.parametrize("negatives", ["both_views", "cross_view"])
-def test_fit_loss_is_the_contrastive_loss_of_the_initial_model(negatives):
+def test_fit_loss_is_the_authors_loss_of_the_initial_model(negatives):
+    """Reference: the authors' losses transcribed to numpy in
+    tests/authors_references.py: "both_views" bojone/SimCSE eval.py
+    `simcse_loss` (2N × 2N cosines, diagonal masked), "cross_view"
+    princeton-nlp/SimCSE simcse/models.py `cl_forward` (cos(z1, z2) / temp,
+    CrossEntropyLoss with labels arange(N)). Independent: the authors' code,
+    not kcse.losses.SimCSELoss; only the sentence vectors come from kcse."""
     simcse = make_simcse(negatives=negatives)
-    views = simcse(simcse.preprocessor(SENTENCES))
-    expected = kcse.losses.SimCSELoss(0.05, negatives)(None, views)
+    expected = AUTHORS_LOSS[negatives](eval_views(simcse.encoder), 0.05)
     before = simcse.encoder.get_weights()
     loss, after = one_step(simcse, SENTENCES)
-    np.testing.assert_allclose(loss, float(expected), atol=1e-5)
+    np.testing.assert_allclose(loss, expected, atol=1e-5)
     assert max(np.abs(a - b).max() for a, b in zip(after, before)) > 1e-3
 
 
@@ -64,12 +85,15 @@ def test_fit_loss_is_the_contrastive_loss_of_the_initial_model(negatives):
 def test_initial_loss_is_log_candidates_with_identical_views(
     negatives, candidates
 ):
-    # A randomly initialised BERT maps every sentence's [CLS] to nearly the
-    # same vector, and without dropout both views are identical.
+    """Reference: ln(candidates), the value of the authors' losses when
+    every vector is the same (bojone: 2N − 1 candidates per row, princeton:
+    N): an analytic value, not kcse's loss class. A randomly initialised
+    BERT maps every sentence's [CLS] to nearly the same vector, and without
+    dropout both views are identical; the loss checked is the one `fit`
+    reports."""
     simcse = make_simcse(negatives=negatives, pooling="cls")
-    views = simcse(simcse.preprocessor(SENTENCES))
-    loss = kcse.losses.SimCSELoss(0.05, negatives)(None, views)
-    np.testing.assert_allclose(float(loss), np.log(candidates), atol=0.01)
+    loss, _ = one_step(simcse, SENTENCES)
+    np.testing.assert_allclose(loss, np.log(candidates), atol=0.01)
 
 
 def test_fit_on_a_tf_data_dataset_of_strings_lowers_the_loss():
@@ -78,11 +102,10 @@ def test_fit_on_a_tf_data_dataset_of_strings_lowers_the_loss():
     dataset = tf.data.Dataset.from_tensor_slices(SENTENCES).batch(4)
     history = simcse.fit(dataset.repeat(10), epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"][0])
-    features = simcse.preprocessor(SENTENCES)
-    loss = kcse.losses.SimCSELoss()(None, simcse(features))
-    untrained = make_simcse()
-    initial = kcse.losses.SimCSELoss()(None, untrained(features))
-    assert float(loss) < float(initial)
+    # Measured with bojone/SimCSE's loss (tests/authors_references.py).
+    loss = bojone_simcse_loss(eval_views(simcse.encoder))
+    initial = bojone_simcse_loss(eval_views(make_simcse().encoder))
+    assert loss < initial
 
 
 @pytest.mark.parametrize("negatives", ["both_views", "cross_view"])
@@ -101,9 +124,10 @@ def test_mirrored_strategy_step_equals_single_device_step(
         np.testing.assert_allclose(a, b, atol=1e-5)
 
     # Negatives drawn per replica would give another loss: the test can fail.
-    views = make_simcse(weights)(make_simcse().preprocessor(SENTENCES))
-    loss = kcse.losses.SimCSELoss(0.05, negatives)
-    local = (float(loss(None, views[:4])) + float(loss(None, views[4:]))) / 2
+    # (The authors' loss of each replica's half, tests/authors_references.py.)
+    views = eval_views(make_simcse(weights).encoder)
+    loss = AUTHORS_LOSS[negatives]
+    local = (loss(views[:4], 0.05) + loss(views[4:], 0.05)) / 2
     assert abs(local - single_loss) > 1e-3
 
 
