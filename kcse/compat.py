@@ -29,11 +29,15 @@ __all__ = [
     "is_int_dtype",
     "masked_softmax",
     "preprocessing_function",
+    "preset_file",
     "replace_self_attention",
     "restore_outer_shape",
+    "set_feedforward_activation",
     "sublayers",
     "transformer_block_parts",
 ]
+
+import keras
 
 # Functions of keras-hub's tensor utilities, which it does not export: the
 # tokenizers kcse writes follow keras-hub's own tokenizers with them (same
@@ -43,6 +47,12 @@ from keras_hub.src.utils.tensor_utils import convert_to_numpy
 from keras_hub.src.utils.tensor_utils import is_int_dtype
 from keras_hub.src.utils.tensor_utils import preprocessing_function
 from keras_hub.src.utils.tensor_utils import restore_outer_shape
+
+# keras-hub's preset file access, which it does not export: a local path of
+# one file of any preset it loads (a folder, `hf://`, `kaggle://`, a built-in
+# name; downloaded or taken from its cache). kcse reads a Hugging Face
+# folder's `config.json` with it (`hidden_act`, which keras-hub ignores).
+from keras_hub.src.utils.preset_utils import get_file as preset_file
 
 # keras-hub's `TransformerEncoder` keeps its sublayers in private attributes
 # and has no accessor; the checkpoint converters assign weights to them and
@@ -73,6 +83,19 @@ def replace_self_attention(block, attention):
     """
     block._tracker.untrack(block._self_attention_layer)
     block._self_attention_layer = attention
+
+
+def set_feedforward_activation(block, activation):
+    """Makes a built keras-hub `TransformerEncoder` run `activation`.
+
+    keras-hub's `BertBackbone` builds its blocks with the tanh GELU and has
+    no argument for it; `kcse.models.BertBackbone` sets each block's
+    activation after construction: the block's public `activation` (its
+    config) and its intermediate Dense, which applies it in `call`.
+    """
+    activation = keras.activations.get(activation)
+    block.activation = activation
+    block._feedforward_intermediate_dense.activation = activation
 
 
 def sublayers(layer):

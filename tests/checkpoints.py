@@ -95,3 +95,21 @@ def write_family(tmp_path, family, pooler=True, config=None):
         config, position_embeddings=family not in ("nezha", "roformer"), pooler=pooler
     )
     return write_checkpoint(tmp_path / family, arrays, config, VOCABULARY)
+
+
+def torch_outputs(model, features):
+    """A Hugging Face model's outputs on kcse's features, and the real tokens.
+
+    `(last_hidden_state, pooler_output or None, padding mask as bool)`.
+    """
+    import torch
+
+    model.eval()
+    with torch.no_grad():
+        output = model(
+            input_ids=torch.tensor(features["token_ids"], dtype=torch.long),
+            token_type_ids=torch.tensor(features["segment_ids"], dtype=torch.long),
+            attention_mask=torch.tensor(features["padding_mask"], dtype=torch.long),
+        )
+    mask = features["padding_mask"].astype(bool)
+    return output.last_hidden_state.numpy(), output.get("pooler_output"), mask

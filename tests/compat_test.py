@@ -56,6 +56,32 @@ def test_replace_self_attention_leaves_only_the_new_weights():
     assert len(block.weights) == len(plain.weights)  # Same shapes, swapped.
 
 
+def test_set_feedforward_activation_changes_what_a_built_block_computes(block):
+    # The fixture's block runs keras-hub's default, relu; after the call it
+    # computes what a block built with GELU computes, and says so.
+    x = 3 * np.random.default_rng(0).normal(size=(1, 3, 4)).astype("float32")
+    before = keras.ops.convert_to_numpy(block(x))
+    gelu_block = keras_hub.layers.TransformerEncoder(
+        intermediate_dim=8, num_heads=2, activation="gelu")
+    gelu_block.build((1, 3, 4))
+    gelu_block.set_weights(block.get_weights())
+    compat.set_feedforward_activation(block, "gelu")
+    after = keras.ops.convert_to_numpy(block(x))
+    np.testing.assert_allclose(after, keras.ops.convert_to_numpy(gelu_block(x)), atol=1e-6)
+    assert np.abs(after - before).max() > 1e-2
+    assert block.get_config()["activation"] == "gelu"
+    intermediate = compat.transformer_block_parts(block)["intermediate"]
+    assert intermediate.get_config()["activation"] == "gelu"
+
+
+def test_preset_file_is_the_local_path_of_a_preset_file(tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    path = compat.preset_file(str(tmp_path), "config.json")
+    assert pathlib.Path(path) == tmp_path / "config.json"
+    with pytest.raises(FileNotFoundError):
+        compat.preset_file(str(tmp_path), "tokenizer.json")
+
+
 def test_sublayers_reach_nested_layers(block):
     inputs = keras.Input((3, 4))
     model = keras.Model(inputs, block(inputs))

