@@ -142,9 +142,10 @@ def run_cell(spec, encoder, pooling, task, data, raw_vectors, protocol, seeds,
     start = time.time()
     raw = score_splits(data, raw_vectors)
 
-    # float64, as bojone's numpy: LayerNorm'd vectors have one direction of
-    # near-zero variance, which whitening scales up; float32 arithmetic there
-    # moves Spearman by ~0.1.
+    # float64, as bojone's numpy. LayerNorm'd vectors (P1, P3) have a
+    # direction of float-noise variance; Whitening zeroes it instead of
+    # scaling the noise up (its docstring), so b no longer moves with float
+    # precision or batch order, and the cell records how many there were.
     whitening = Whitening(dtype="float64")
     statistics = [
         np.concatenate(raw_vectors[split]) for split in protocol.whitening_splits
@@ -202,6 +203,7 @@ def run_cell(spec, encoder, pooling, task, data, raw_vectors, protocol, seeds,
         if method.name == SimCSEMethod.name and spec.published_as else None,
         "training_samples": runs[0]["training_samples"] if runs else None,
         "whitening_sentences": int(sum(len(s) for s in statistics)),
+        "whitening_null_directions": whitening.null_directions,
         "seconds": time.time() - start,
     }
     if plot_path is not None and not error:
@@ -238,9 +240,10 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
     `models` are names for `resolve_model` or `ModelSpec`s;
     `read_task(task, split)` gives the `SentencePairs` of a split. A cell is
     skipped only when `store` holds it with the same identity: the same
-    model source and weights, data, protocol, method, settings and seeds
-    (`kcse.experiments.results.cell_identity`); cells of other settings
-    stay beside the new ones, and a line says what differs. Models are
+    model source and weights, data, protocol, method, settings, seeds and
+    revision of kcse's numerics (`kcse.experiments.results.cell_identity`,
+    `results.NUMERICS`); cells of other settings or older numerics stay
+    beside the new ones, and a line says what differs. Models are
     loaded once (inside `strategy.scope()` when a strategy is given) and
     reset to their initial weights before each training; the raw vectors
     of all poolings of a model and task come from one encoding pass. Cells
@@ -333,6 +336,7 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
                 )
             record |= {"settings": settings,
                        "settings_id": results.settings_id(settings),
+                       "numerics": results.NUMERICS,
                        "data_digest": data_digest,
                        "provenance": run_provenance()}
             store.add(key, record)
@@ -357,7 +361,8 @@ def report_other_settings(store, cells, settings, log):
     """Says what differs in stored cells of this grid's places.
 
     A place is a model, pooling, task, protocol and method; a stored cell
-    there with another identity (other settings, seeds, data) stays in the
+    there with another identity (other settings, seeds, data, or numbers
+    computed by older kcse code: `results.NUMERICS`) stays in the
     store and in results.md beside the new one, and the line names each
     difference, so that nobody takes one for the other.
     """
@@ -374,6 +379,9 @@ def report_other_settings(store, cells, settings, log):
             continue
         count += 1
         differences.update(results.setting_differences(cell["settings"], settings))
+        numerics = cell.get("numerics", 1)
+        if numerics != results.NUMERICS:
+            differences.add(f"kcse numerics {numerics} → {results.NUMERICS}")
         if cell["data_digest"] != places[place]:
             differences.add("the task's data")
     if count:

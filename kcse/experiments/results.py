@@ -3,9 +3,10 @@
 A cell is identified by everything that changes its numbers: the model's
 resolved source and the digest of its files, the pooling, the task and a
 digest of its data, the protocol, the method and every setting of both,
-the seed and the number of seeds (`cell_identity`). A rerun with other
-settings computes new cells beside the old ones; it never shows an old
-number for a new question.
+the seed and the number of seeds, and the revision of kcse's own numerics
+(`cell_identity`, `NUMERICS`). A rerun with other settings, or with kcse
+code that computes a cell differently, computes new cells beside the old
+ones; it never shows an old number for a new question.
 """
 
 import json
@@ -19,6 +20,18 @@ SCHEMA = "kcse.comparison/3"
 COLUMNS = ("raw", "whitening", "trained")
 DONE, FAILED = "done", "failed"
 
+# The revision of kcse's own numerics, part of every cell's identity. It is
+# bumped whenever a change in kcse's code changes a cell's numbers for the
+# same settings, model files and data, so that cells computed by older code
+# are never reused (they stay in results.json beside the new ones, and the
+# run says "kcse numerics 1 → 2"). Cells store it as "numerics".
+#   1: cells without "numerics" (before this field).
+#   2: BERT-whitening (column b) gives numerically null directions a zero
+#      column instead of scaling float noise by 1/sqrt(s)
+#      (`kcse.layers.Whitening`); BERT-family backbones use the exact (erf)
+#      GELU of the original BERT instead of the tanh approximation.
+NUMERICS = 2
+
 
 class ResultsFileError(ValueError):
     """results.json is unreadable, or not a kcse comparison of this schema."""
@@ -28,10 +41,11 @@ def cell_identity(model, pooling, task, data_digest, settings):
     """The dict that identifies a cell: whatever changes its numbers.
 
     `model` is `ModelSpec.identity()`; `settings` the run's settings
-    (`run_settings`).
+    (`run_settings`); `"numerics"` is `NUMERICS`, the revision of kcse's
+    code that computes the numbers.
     """
     return {"model": model, "pooling": pooling, "task": task,
-            "data": data_digest, "settings": settings}
+            "data": data_digest, "settings": settings, "numerics": NUMERICS}
 
 
 def cell_key(name, pooling, task, protocol, method, identity):
@@ -84,8 +98,10 @@ class ResultStore:
                    "training_seconds", "training_samples"}],
          "published": [a, b, c] or null,    # Su's SimCSE cell, same model only
          "training_samples": int, "whitening_sentences": int,
+         "whitening_null_directions": int,  # zeroed by Whitening, not scaled
          "seconds": float,
          "settings": {...}, "settings_id": str,   # protocol, method, seeds
+         "numerics": int,                   # NUMERICS of the code (absent: 1)
          "data_digest": str,
          "provenance": {"kcse", "keras", "keras_hub", "tensorflow",
                         "backend", "git_commit", "date"}}}}
@@ -237,7 +253,10 @@ def markdown(cells_by_key):
         "seed: no spread measured; `--seeds N` measures it). **Su**: Su Jianlin's published a / b / c (unsupervised "
         "SimCSE) when the row's model is his release, `-` otherwise; "
         "**Δ** = ours − Su's. A failed cell says why instead of c. Each "
-        "cell's own versions, commit and date are under Provenance.",
+        "cell's own versions, commit, date and kcse numerics revision are "
+        "under Provenance, with the vectors b's whitening was adapted on and "
+        "its numerically null directions (zeroed, not scaled up: "
+        "`kcse.layers.Whitening`).",
     ]
     if latest is not None:
         origin = latest["provenance"]
@@ -262,7 +281,8 @@ def markdown(cells_by_key):
     lines += ["", "## Provenance", ""]
     lines += _markdown_table(
         [("model", "pooling", "task", "settings", "date", "kcse", "git commit",
-          "keras", "keras-hub", "tensorflow", "backend", "seeds",
+          "keras", "keras-hub", "tensorflow", "backend", "numerics",
+          "whitening vectors", "whitening null dirs", "seeds",
           "kept step", "training s")]
         + [_provenance_row(cell, names, labels) for cell in cells]
     )
@@ -276,7 +296,9 @@ def _provenance_row(cell, names, labels):
         names[cell["model_source"]["source"]], cell["pooling"], cell["task"],
         labels[cell["settings_id"]], origin["date"], origin["kcse"],
         origin["git_commit"] or "-", origin["keras"], origin["keras_hub"],
-        origin["tensorflow"], origin["backend"],
+        origin["tensorflow"], origin["backend"], cell.get("numerics", 1),
+        cell.get("whitening_sentences", "-"),
+        cell.get("whitening_null_directions", "-"),
         ",".join(str(run["seed"]) for run in runs) or "-",
         ",".join("-" if run["kept_step"] is None else str(run["kept_step"]) for run in runs) or "-",
         ",".join(f"{run['training_seconds']:.0f}" for run in runs) or "-",

@@ -63,29 +63,77 @@ def whitening_statistics(data):
     return mean, scatter / (count - 1), count
 
 
+# Machine epsilon of float32, the precision kcse's models compute vectors in
+# and the Whitening layer's default dtype.
+FLOAT32_EPS = float(np.finfo("float32").eps)
+
+
+def default_null_tolerance(dim):
+    """`dim * eps(float32)`: the relative standard deviation below which a
+    direction of `dim`-dimensional vectors is numerically null."""
+    return dim * FLOAT32_EPS
+
+
 @keras.saving.register_keras_serializable(package="kcse")
 class Whitening(keras.layers.Layer):
     """BERT-whitening: `y = (x - mu) @ W`, fitted with `adapt`.
 
     `mu` is the mean of the adapted vectors and `W = U diag(1/sqrt(s))` from
     the SVD `U diag(s) U^T` of their (unbiased) covariance, as in
-    bojone/BERT-whitening; the whitened vectors have identity covariance.
-    With `n_components=k` only the first k columns of `W` are kept
-    (dimension reduction to the k leading directions).
+    bojone/BERT-whitening (`compute_kernel_bias`); the whitened vectors have
+    identity covariance (on the directions that are not null, below). With `n_components=k` only the first k columns of
+    `W` are kept (dimension reduction to the k leading directions).
 
     `adapt(data)` streams: `data` can be an array of shape `(n, dim)`, or
     any iterable of such batches (a generator, a `tf.data.Dataset`), and
     memory stays O(dim²).
 
-    As in bojone/BERT-whitening, a direction of tiny but non-zero variance
-    is scaled up to unit variance like the others (LayerNorm outputs lie in
-    a hyperplane, so BERT vectors always have one such direction); only an
-    exactly zero variance among the kept directions is an error.
+    Numerically null directions. LayerNorm outputs lie on a hyperplane
+    (`sum((x - beta) / gamma) = 0`), and so do their cls or mean-pooled
+    vectors: their covariance has an eigenvalue that is float rounding
+    (a variance ~1e-15 of the largest on multilingual-e5-small's cls and
+    mean-pooled vectors, against ~1e-5 for the smallest real one).
+    bojone's formula scales it by `1/sqrt(s)` ~ 1e8 to unit variance, so
+    that coordinate, pure rounding noise, weighs in the cosine as much as a
+    real direction, and the scores change with the float precision of the
+    input and of the layer, and with the batch order of `adapt` (by 0.1 to
+    0.3 Spearman points on Chinese STS-B with e5's mean pooling). Here a direction `i` is *null* when its standard deviation is
+    at most `null_tolerance` times the largest one:
+
+        sqrt(s_i) <= null_tolerance * sqrt(s_1),
+        null_tolerance = dim * eps(float32) by default (4.6e-5 for dim 384,
+        9.2e-5 for dim 768),
+
+    numpy's `matrix_rank` rule (`S.max() * max(M, N) * eps`) applied to the
+    centred vectors, whose singular values are proportional to these
+    standard deviations, with the dimension for `max(M, N)` (each vector's
+    rounding accumulates over its `dim` coordinates; the number of vectors
+    only averages it) and float32's epsilon whatever the dtype of `data`:
+    vectors computed in float32 and handed over as float64 still carry
+    float32 rounding, so float32 and float64 input give the same null
+    directions. A null direction's column of `W` is set to zero: it adds
+    nothing to the output, so no noise reaches a cosine, and the output
+    keeps its width (that coordinate is 0). Every other direction keeps
+    bojone's formula. A direction of tiny but real variance (above the
+    tolerance) is whitened like the others. `null_directions` says how many
+    kept directions were treated so (the zero columns of `W`, so it is
+    also right after loading a saved layer).
 
     Args:
-        n_components: int or None. Output dimension; None keeps all.
-        epsilon: float. Added to the singular values before the inverse
-            square root, so a rank-deficient covariance stays finite.
+        n_components: int or None. Output dimension; None keeps all. Null
+            directions come last (smallest variance); if `n_components`
+            keeps some, their columns are zero, as without it: use
+            `n_components <= dim - null_directions` to drop them.
+        epsilon: float >= 0. Added to the variance of every non-null
+            direction before the inverse square root (`1/sqrt(s + epsilon)`,
+            a regularisation as in ZCA whitening); 0 is bojone's formula.
+            It does not change which directions are null.
+        null_tolerance: float in [0, 1) or None. Relative standard
+            deviation at or below which a direction is null; None (default)
+            is `dim * eps(float32)`. For vectors computed in a lower
+            precision (float16, bfloat16) pass a tolerance matched to it;
+            0 treats exactly-zero variances only (a constant coordinate)
+            and whitens every other direction, as bojone does.
 
     Example:
     ```python
@@ -97,18 +145,37 @@ class Whitening(keras.layers.Layer):
     whitened = np.asarray(whitening(vectors))  # shape (1000, 8)
     covariance = np.cov(whitened, rowvar=False)
     assert np.allclose(covariance, np.eye(8), atol=1e-3)  # ≈ identity
+
+    # Vectors on a hyperplane, as LayerNorm outputs: one null direction.
+    on_plane = vectors - vectors.mean(axis=1, keepdims=True)
+    whitening = kcse.layers.Whitening()
+    whitening.adapt(on_plane)
+    assert whitening.null_directions == 1
+    whitened = np.asarray(whitening(on_plane))  # shape (1000, 16)
+    assert np.all(whitened[:, -1] == 0)  # the null direction: no noise
+    covariance = np.cov(whitened[:, :15], rowvar=False)
+    assert np.allclose(covariance, np.eye(15), atol=1e-3)  # the others
     ```
     """
 
-    def __init__(self, n_components=None, epsilon=0.0, **kwargs):
+    def __init__(self, n_components=None, epsilon=0.0, null_tolerance=None,
+                 **kwargs):
         super().__init__(**kwargs)
         if n_components is not None and n_components < 1:
             raise ValueError(
                 f"n_components must be a positive int or None; got "
                 f"{n_components}."
             )
+        if epsilon < 0:
+            raise ValueError(f"epsilon must be >= 0; got {epsilon}.")
+        if null_tolerance is not None and not 0 <= null_tolerance < 1:
+            raise ValueError(
+                f"null_tolerance must be in [0, 1) or None; got "
+                f"{null_tolerance}."
+            )
         self.n_components = n_components
         self.epsilon = epsilon
+        self.null_tolerance = null_tolerance
         self.mean = None
         self.kernel = None
 
@@ -130,19 +197,21 @@ class Whitening(keras.layers.Layer):
             name="kernel",
         )
 
+    @property
+    def null_directions(self):
+        """How many output directions are null (zero columns of `W`).
+
+        0 before `adapt`; None before the layer is built. Counts the kept
+        directions only (see `n_components`).
+        """
+        if self.kernel is None:
+            return None
+        kernel = keras.ops.convert_to_numpy(self.kernel)
+        return int(np.sum(~np.any(kernel != 0, axis=0)))
+
     def adapt(self, data):
         """Computes `mu` and `W` from `data` (array or iterable of batches)."""
         mean, covariance, _ = whitening_statistics(data)
-        u, s, _ = np.linalg.svd(covariance)
-        kept = self.n_components or len(s)
-        u, s = u[:, :kept], s[:kept]
-        if np.any(s + self.epsilon <= 0):
-            raise ValueError(
-                "The covariance of the adapted vectors is singular (a kept "
-                "direction has zero variance); pass Whitening(epsilon=...), a "
-                "smaller n_components, or adapt on more varied vectors."
-            )
-        kernel = u / np.sqrt(s + self.epsilon)
         if not self.built:
             self.build((None, mean.shape[0]))
         elif self.mean.shape[0] != mean.shape[0]:
@@ -150,6 +219,22 @@ class Whitening(keras.layers.Layer):
                 f"Whitening was built for dim {self.mean.shape[0]}; adapted "
                 f"vectors have dim {mean.shape[0]}."
             )
+        u, s, _ = np.linalg.svd(covariance)
+        if not s[0] > 0:
+            raise ValueError(
+                "The adapted vectors are all equal (zero covariance): there "
+                "is nothing to whiten."
+            )
+        tolerance = self.null_tolerance
+        if tolerance is None:
+            tolerance = default_null_tolerance(len(s))
+        # sqrt(s_i) <= tolerance * sqrt(s_1), squared.
+        null = s <= tolerance**2 * s[0]
+        kept = self.n_components or len(s)
+        u, s, null = u[:, :kept], s[:kept], null[:kept]
+        scale = np.zeros(kept)
+        scale[~null] = 1 / np.sqrt(s[~null] + self.epsilon)
+        kernel = u * scale
         self.mean.assign(mean.astype(self.mean.dtype))
         self.kernel.assign(kernel.astype(self.kernel.dtype))
 
@@ -163,6 +248,10 @@ class Whitening(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(
-            {"n_components": self.n_components, "epsilon": self.epsilon}
+            {
+                "n_components": self.n_components,
+                "epsilon": self.epsilon,
+                "null_tolerance": self.null_tolerance,
+            }
         )
         return config

@@ -4,6 +4,7 @@ Each test runs `recipes/chinese_simcse.py` on a tiny random BERT checkpoint
 in the original layout and real Chinese STS-B pairs (tests/tiny_grid.py).
 """
 
+import json
 import re
 import shutil
 
@@ -95,6 +96,50 @@ def test_a_method_flag_is_part_of_the_identity(first_run, tmp_path, capsys):
     assert "projection_dim 16 → 32" in out
     cells = strict_cells(folder, "sg_opt")
     assert sorted(cell["settings"]["projection_dim"] for cell in cells.values()) == [16, 32]
+
+
+def test_the_numerics_revision_is_part_of_the_identity():
+    identity = results.cell_identity({"source": "m"}, "P1", "STS-B", "d", {"seed": 0})
+    assert identity["numerics"] == results.NUMERICS == 2
+    older = {name: value for name, value in identity.items() if name != "numerics"}
+    assert (results.cell_key("m", "P1", "STS-B", "su", "simcse", identity)
+            != results.cell_key("m", "P1", "STS-B", "su", "simcse", older))
+
+
+def test_a_cell_of_older_kcse_numerics_is_not_reused(first_run, tmp_path, capsys):
+    folder, model, old_cells = first_run
+    (tmp_path / "data").symlink_to(folder / "data")
+    ((key, cell),) = old_cells.items()
+    assert cell["numerics"] == results.NUMERICS
+    # The same cell as kcse before numerics 2 stored it: no "numerics" in
+    # its identity or record, and a b of its own.
+    older = {name: value for name, value in cell.items()
+             if name not in ("numerics", "whitening_null_directions")}
+    older["whitening"] = {split: dict(scores, spearman=scores["spearman"] - 1.0)
+                          for split, scores in cell["whitening"].items()}
+    model_identity = {name: cell["model_source"][name]
+                      for name in ("source", "family", "prefix", "digest")}
+    identity = {"model": model_identity, "pooling": "P1", "task": "STS-B",
+                "data": cell["data_digest"], "settings": cell["settings"]}
+    older_key = results.cell_key("tiny_bert", "P1", "STS-B", "su", "simcse", identity)
+    assert older_key != key
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "results.json").write_text(json.dumps(
+        {"schema": results.SCHEMA, "cells": {older_key: older}}))
+    capsys.readouterr()
+    run(tmp_path, model)
+    out = capsys.readouterr().out
+    assert "already in" not in out and "[1/1] " + PLACE in out
+    assert "kcse numerics 1 → 2" in out
+    cells = strict_cells(tmp_path)
+    assert set(cells) == {older_key, key}
+    assert cells[older_key] == older
+    assert cells[key]["whitening"] == cell["whitening"]
+    markdown = (tmp_path / "out" / "results.md").read_text()
+    # Provenance: numerics, whitening vectors, null directions (P1: 1).
+    sentences = cell["whitening_sentences"]
+    assert f"| 1 | {sentences} | - |" in markdown
+    assert f"| 2 | {sentences} | 1 |" in markdown
 
 
 def test_changed_data_is_a_new_cell(first_run, tmp_path, capsys):

