@@ -1,17 +1,30 @@
 """Tests for the WoBERT / RoFormer (jieba + word piece) tokenizer.
 
-The reference below is an independent, direct transcription of bert4keras'
+The reference is bert4keras 0.11.5 from PyPI: Jianlin Su's own tokenizer
+code, the one WoBERT and RoFormer were released with, built the way the
+WoBERT README builds it:
 `Tokenizer(dict_path, do_lower_case=True,
-pre_tokenize=lambda s: jieba.cut(s, HMM=False))` (bert4keras/tokenizers.py:
-`load_vocab`, `Tokenizer._tokenize`, `_word_piece_tokenize`, `_is_space`,
-`_is_punctuation`, `_is_cjk_character`, `_is_control`, `tokenize`,
-`token_to_id`), working on token strings, with the character-by-character
-`spaced` string and the nested while loops of the original.
+pre_tokenize=lambda s: jieba.cut(s, HMM=False))`. It is independent of
+kcse's `JiebaWordPieceTokenizer`: a separate, pure-Python implementation by
+the model's author (character loop, nested word-piece while loops), sharing
+only jieba, which the rule itself names. It is installed with
+`pip install --no-deps bert4keras==0.11.5` (its metadata asks for
+keras<=2.3.1; the tokenizer needs none of it).
+
+bert4keras runs in a child process: importing it patches `keras.backend`
+and registers global Keras custom objects (`gelu`, `swish`, ...), which must
+not leak into the other tests of a pytest worker; and the child's environment
+has no `TF_KERAS` (bert4keras cannot import under Keras 3 with it set).
+All calls are made in one child per module, whose answers the tests read.
 """
 
 import collections
 import functools
+import json
+import os
 import pathlib
+import subprocess
+import sys
 import unicodedata
 
 import jieba
@@ -68,121 +81,74 @@ SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
 # ---------------------------------------------------------------------------
-# Reference: bert4keras, transcribed.
+# Reference: bert4keras' Tokenizer, in a child process.
 # ---------------------------------------------------------------------------
-class Bert4kerasReference:
-    def __init__(self, dict_path, do_lower_case=True, word_maxlen=200):
-        # bert4keras.tokenizers.load_vocab
-        self.token_dict = {}
-        with open(dict_path, encoding="utf-8") as reader:
-            for line in reader:
-                token = line.split()
-                token = token[0] if token else line.strip()
-                self.token_dict[token] = len(self.token_dict)
-        self.do_lower_case = do_lower_case
-        self.word_maxlen = word_maxlen
-        self.pre_tokenize = lambda s: jieba.cut(s, HMM=False)
-        self.segments_in_vocab = 0
-        self.segments_oov = 0
+BERT4KERAS_PIP = "pip install --no-deps bert4keras==0.11.5"
 
-    def tokenize(self, text):
-        return ["[CLS]"] + self._tokenize(text) + ["[SEP]"]
+# Reads {"vocab", "output", "jobs": {name: {"options", "method", "calls"}}}
+# from stdin; writes {"version", "token_dict", "results": {name: [...]}}.
+BERT4KERAS_CHILD = """
+import json, sys
+import bert4keras
+import jieba
+from bert4keras.tokenizers import Tokenizer, load_vocab
 
-    def encode(self, text):
-        unk = self.token_dict["[UNK]"]
-        return [self.token_dict.get(t, unk) for t in self.tokenize(text)]
+request = json.load(sys.stdin)
+results = {}
+for name, job in request["jobs"].items():
+    tokenizer = Tokenizer(
+        request["vocab"],
+        pre_tokenize=lambda s: jieba.cut(s, HMM=False),
+        **job["options"],
+    )
+    method = getattr(tokenizer, job["method"])
+    results[name] = [method(*args, **kwargs) for args, kwargs in job["calls"]]
+with open(request["output"], "w", encoding="utf-8") as file:
+    json.dump(
+        {
+            "version": bert4keras.__version__,
+            "token_dict": load_vocab(request["vocab"]),
+            "results": results,
+        },
+        file,
+    )
+"""
 
-    def _tokenize(self, text, pre_tokenize=True):
-        if self.do_lower_case:
-            text = text.lower()
-            text = unicodedata.normalize("NFD", text)
-            text = "".join([ch for ch in text if unicodedata.category(ch) != "Mn"])
 
-        if pre_tokenize and self.pre_tokenize is not None:
-            tokens = []
-            for token in self.pre_tokenize(text):
-                if token in self.token_dict:
-                    self.segments_in_vocab += 1
-                    tokens.append(token)
-                else:
-                    self.segments_oov += 1
-                    tokens.extend(self._tokenize(token, False))
-            return tokens
+def run_bert4keras(vocab_file, jobs, output):
+    """Runs `jobs` with bert4keras' `Tokenizer` on `vocab_file` in a child.
 
-        spaced = ""
-        for ch in text:
-            if self._is_punctuation(ch) or self._is_cjk_character(ch):
-                spaced += " " + ch + " "
-            elif self._is_space(ch):
-                spaced += " "
-            elif ord(ch) == 0 or ord(ch) == 0xFFFD or self._is_control(ch):
-                continue
-            else:
-                spaced += ch
-
-        tokens = []
-        for word in spaced.strip().split():
-            tokens.extend(self._word_piece_tokenize(word))
-        return tokens
-
-    def _word_piece_tokenize(self, word):
-        if len(word) > self.word_maxlen:
-            return [word]
-        tokens, start, end = [], 0, 0
-        while start < len(word):
-            end = len(word)
-            while end > start:
-                sub = word[start:end]
-                if start > 0:
-                    sub = "##" + sub
-                if sub in self.token_dict:
-                    break
-                end -= 1
-            if start == end:
-                return [word]
-            else:
-                tokens.append(sub)
-                start = end
-        return tokens
-
-    @staticmethod
-    def _is_space(ch):
-        return (
-            ch == " "
-            or ch == "\n"
-            or ch == "\r"
-            or ch == "\t"
-            or unicodedata.category(ch) == "Zs"
-        )
-
-    @staticmethod
-    def _is_punctuation(ch):
-        code = ord(ch)
-        return (
-            33 <= code <= 47
-            or 58 <= code <= 64
-            or 91 <= code <= 96
-            or 123 <= code <= 126
-            or unicodedata.category(ch).startswith("P")
-        )
-
-    @staticmethod
-    def _is_cjk_character(ch):
-        code = ord(ch)
-        return (
-            0x4E00 <= code <= 0x9FFF
-            or 0x3400 <= code <= 0x4DBF
-            or 0x20000 <= code <= 0x2A6DF
-            or 0x2A700 <= code <= 0x2B73F
-            or 0x2B740 <= code <= 0x2B81F
-            or 0x2B820 <= code <= 0x2CEAF
-            or 0xF900 <= code <= 0xFAFF
-            or 0x2F800 <= code <= 0x2FA1F
-        )
-
-    @staticmethod
-    def _is_control(ch):
-        return unicodedata.category(ch) in ("Cc", "Cf")
+    `jobs` maps a name to `(options, method, calls)`: `Tokenizer` keyword
+    arguments (besides WoBERT's `pre_tokenize`), a method name and a list of
+    `(args, kwargs)`. Returns the child's answer (see `BERT4KERAS_CHILD`).
+    """
+    request = {
+        "vocab": str(vocab_file),
+        "output": str(output),
+        "jobs": {
+            name: {"options": options, "method": method, "calls": calls}
+            for name, (options, method, calls) in jobs.items()
+        },
+    }
+    env = {k: v for k, v in os.environ.items() if k != "TF_KERAS"}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    env["CUDA_VISIBLE_DEVICES"] = ""
+    child = subprocess.run(
+        [sys.executable, "-c", BERT4KERAS_CHILD],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert child.returncode == 0, (
+        f"bert4keras failed (it is installed with `{BERT4KERAS_PIP}`):\n"
+        + child.stderr[-3000:]
+    )
+    with open(output, encoding="utf-8") as file:
+        answer = json.load(file)
+    assert answer["version"] == "0.11.5", answer["version"]
+    return answer
 
 
 # ---------------------------------------------------------------------------
@@ -228,12 +194,12 @@ def _build_corpus(data_dir):
     return sentences, list(dict.fromkeys(vocab))
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def corpus(shared_data):
     return _build_corpus(str(shared_data))
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def vocab_file(corpus, tmp_path_factory):
     path = tmp_path_factory.getbasetemp() / "wobert_vocab.txt"
     if not path.exists():
@@ -251,9 +217,58 @@ def tokenizer(vocab_file):
     return _tokenizer(vocab_file)
 
 
-@pytest.fixture
-def reference(vocab_file):
-    return Bert4kerasReference(vocab_file)
+# The texts each bert4keras job covers, shared by the tests below.
+def _preprocessor_texts(sentences):
+    return sentences[-120:]
+
+
+def _pair_texts(sentences):
+    texts = _preprocessor_texts(sentences)
+    return list(zip(texts[:20], texts[20:40]))
+
+
+def _cased_texts(sentences):
+    return HAND_WRITTEN + sentences[:50]
+
+
+@pytest.fixture(scope="module")
+def reference(corpus, vocab_file, tmp_path_factory):
+    """bert4keras' answers: `token_dict`, and per job {input: output}.
+
+    - `tokenize`, `encode`: `Tokenizer(..., do_lower_case=True)` (WoBERT's)
+      `.tokenize(text)` and `.encode(text)` of every corpus sentence;
+    - `encode_16`: `.encode(text, maxlen=16)`, for the preprocessor;
+    - `pairs`: `.encode(first, second)` (pattern "S*E*E");
+    - `cased`: `Tokenizer(..., do_lower_case=False, word_maxlen=120)
+      .encode(text)`.
+    """
+    sentences = corpus[0]
+    lower = {"do_lower_case": True}
+    cased = {"do_lower_case": False, "word_maxlen": 120}
+    inputs = {
+        "tokenize": sentences,
+        "encode": sentences,
+        "encode_16": _preprocessor_texts(sentences),
+        "pairs": _pair_texts(sentences),
+        "cased": _cased_texts(sentences),
+    }
+    jobs = {
+        "tokenize": (lower, "tokenize", [([t], {}) for t in inputs["tokenize"]]),
+        "encode": (lower, "encode", [([t], {}) for t in inputs["encode"]]),
+        "encode_16": (
+            lower,
+            "encode",
+            [([t], {"maxlen": 16}) for t in inputs["encode_16"]],
+        ),
+        "pairs": (lower, "encode", [(list(pair), {}) for pair in inputs["pairs"]]),
+        "cased": (cased, "encode", [([t], {}) for t in inputs["cased"]]),
+    }
+    output = tmp_path_factory.mktemp("bert4keras") / "answer.json"
+    answer = run_bert4keras(vocab_file, jobs, output)
+    answers = {"token_dict": answer["token_dict"]}
+    for name, results in answer["results"].items():
+        answers[name] = dict(zip(inputs[name], results))
+    return answers
 
 
 def _tiny_vocab():
@@ -268,7 +283,7 @@ def _tiny_vocab():
 def test_matches_bert4keras_reference(corpus, tokenizer, reference):
     sentences, vocab = corpus
     # Both loaders read the same vocabulary.
-    assert reference.token_dict == {t: i for i, t in enumerate(vocab)}
+    assert reference["token_dict"] == {t: i for i, t in enumerate(vocab)}
     assert tokenizer.get_vocabulary() == vocab
 
     cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
@@ -277,14 +292,23 @@ def test_matches_bert4keras_reference(corpus, tokenizer, reference):
     mismatches = [
         (text, expected, [cls_id] + list(ids) + [sep_id])
         for text, ids in zip(sentences, got)
-        if (expected := reference.encode(text)) != [cls_id] + list(ids) + [sep_id]
+        if (expected := reference["encode"][text][0])
+        != [cls_id] + list(ids) + [sep_id]
     ]
     assert not mismatches, mismatches[:3]
 
-    # Both branches are exercised: vocabulary words, and OOV segments split
-    # into characters / pieces; and [UNK] occurs.
-    assert reference.segments_in_vocab > 5000
-    assert reference.segments_oov > 400  # ~600 OOV segments, mostly words
+    # Both branches of the rule are exercised: jieba segments that are
+    # vocabulary words, and OOV segments split into characters / pieces;
+    # and [UNK] occurs.
+    vocab_set = set(vocab)
+    segments = [
+        word
+        for text in sentences
+        for word in jieba.cut(_lower_strip(text), HMM=False)
+    ]
+    in_vocab = sum(word in vocab_set for word in segments)
+    assert in_vocab > 5000
+    assert len(segments) - in_vocab > 400  # ~600 OOV segments, mostly words
     unk = tokenizer.token_to_id("[UNK]")
     assert sum(ids.count(unk) for ids in got) > 10
     word_ids = {i for i, t in enumerate(vocab) if len(t) > 1 and "#" not in t}
@@ -303,24 +327,24 @@ def test_matches_bert4keras_reference(corpus, tokenizer, reference):
     assert tokenizer("").tolist() == []
 
 
-def test_without_lowercase_matches_reference(corpus, vocab_file):
-    sentences = HAND_WRITTEN + corpus[0][:50]
-    ref = Bert4kerasReference(vocab_file, do_lower_case=False, word_maxlen=120)
+def test_without_lowercase_matches_reference(corpus, vocab_file, reference):
+    sentences = _cased_texts(corpus[0])
+    expected = reference["cased"]
     tok = JiebaWordPieceTokenizer(
         vocabulary=vocab_file, lowercase=False, word_maxlen=120
     )
     assert tok.strip_accents is False
     got = tok(sentences)
     for text, ids in zip(sentences, got):
-        assert [tok.cls_token_id] + ids + [tok.sep_token_id] == ref.encode(text), text
+        assert [tok.cls_token_id] + ids + [tok.sep_token_id] == expected[text][0], text
 
 
 def test_string_output_and_detokenize(vocab_file, reference):
     tok = JiebaWordPieceTokenizer(vocabulary=vocab_file, dtype="string")
     for text in HAND_WRITTEN:
         expected = [
-            t if t in reference.token_dict else "[UNK]"
-            for t in reference.tokenize(text)[1:-1]
+            t if t in reference["token_dict"] else "[UNK]"
+            for t in reference["tokenize"][text][1:-1]
         ]
         assert tok(text) == expected, text
     ds = tf.data.Dataset.from_tensor_slices(HAND_WRITTEN[:6]).batch(3).map(tok)
@@ -385,7 +409,7 @@ def test_eager_and_tf_data_identical(corpus, tokenizer):
 
 
 def test_text_embedder_preprocessor(corpus, tokenizer, reference):
-    sentences = corpus[0][-120:]
+    sentences = _preprocessor_texts(corpus[0])
     seq_len = 16
     preprocessor = keras_hub.models.BertTextEmbedderPreprocessor(
         tokenizer, sequence_length=seq_len
@@ -402,9 +426,7 @@ def test_text_embedder_preprocessor(corpus, tokenizer, reference):
     # bert4keras `encode(text, maxlen=16)`: truncation keeps the final [SEP].
     pad = tokenizer.pad_token_id
     for row, text in zip(token_ids, sentences):
-        ids = reference.encode(text)
-        if len(ids) > seq_len:
-            ids = ids[: seq_len - 1] + ids[-1:]
+        ids = reference["encode_16"][text][0]
         assert row.tolist() == ids + [pad] * (seq_len - len(ids)), text
     assert (token_ids[:, 0] == tokenizer.cls_token_id).all()
     assert ((token_ids == tokenizer.sep_token_id).sum(axis=1) == 1).all()
@@ -418,7 +440,8 @@ def test_text_embedder_preprocessor(corpus, tokenizer, reference):
     pair_pre = keras_hub.models.BertTextEmbedderPreprocessor(
         tokenizer, sequence_length=128
     )
-    first, second = sentences[:20], sentences[20:40]
+    pairs = _pair_texts(corpus[0])
+    first, second = [list(texts) for texts in zip(*pairs)]
     ds = tf.data.Dataset.from_tensor_slices((first, second)).batch(10)
     ds = ds.map(lambda a, b: pair_pre(x=(a, b)))
     rows = [
@@ -426,12 +449,12 @@ def test_text_embedder_preprocessor(corpus, tokenizer, reference):
         for o in ds
         for pair in zip(o["token_ids"].numpy(), o["segment_ids"].numpy())
     ]
-    for (ids, segs), a, b in zip(rows, first, second):
-        ids_a, ids_b = reference.encode(a), reference.encode(b)[1:]
-        n = len(ids_a) + len(ids_b)
-        assert ids[:n].tolist() == ids_a + ids_b
+    for (ids, segs), pair in zip(rows, pairs):
+        expected_ids, expected_segs = reference["pairs"][pair]
+        n = len(expected_ids)
+        assert ids[:n].tolist() == expected_ids
         assert (ids[n:] == pad).all()
-        assert segs[:n].tolist() == [0] * len(ids_a) + [1] * len(ids_b)
+        assert segs[:n].tolist() == expected_segs
 
 
 def test_config_round_trip(vocab_file, corpus):
