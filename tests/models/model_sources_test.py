@@ -69,6 +69,8 @@ def test_a_hugging_face_bert_folder_runs_its_hidden_act(tmp_path, hidden_act):
     from checkpoints import SENTENCES
     from checkpoints import torch_outputs
 
+    from kcse.models.bert_backbone import BertBackbone
+
     folder, model = hugging_face_bert_folder(tmp_path, hidden_act)
     spec = model_sources.resolve_model(str(folder))
     assert spec.family is None and spec.description == f"model folder {folder.resolve()}"
@@ -80,6 +82,7 @@ def test_a_hugging_face_bert_folder_runs_its_hidden_act(tmp_path, hidden_act):
     np.testing.assert_allclose(
         outputs["pooled_output"], pooled.numpy(), atol=1e-4
     )
+    assert type(backbone) is BertBackbone  # Built once, as kcse's.
     assert backbone.get_config()["activation"] == hidden_act
 
 
@@ -102,4 +105,8 @@ def test_a_keras_hub_preset_keeps_keras_hubs_activation(tmp_path):
         vocabulary_size=20, num_layers=1, num_heads=2, hidden_dim=8,
         intermediate_dim=16, max_sequence_length=8)
     backbone.save_to_preset(tmp_path / "preset")
-    assert model_sources.with_hidden_act(backbone, str(tmp_path / "preset")) is backbone
+    loaded = model_sources.with_hidden_act(str(tmp_path / "preset"))
+    assert type(loaded) is keras_hub.models.BertBackbone
+    assert loaded.get_config() == backbone.get_config()
+    for saved, restored in zip(backbone.get_weights(), loaded.get_weights()):
+        assert (saved == restored).all()

