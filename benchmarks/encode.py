@@ -6,13 +6,14 @@ size, maximum sequence length and mean pooling; both L2-normalise (kcse via
 `normalize=True`, sentence-transformers via the model's Normalize module).
 After one warm-up each, runs alternate (kcse, st, kcse, st, ...) so that
 machine load affects both alike. Prints sentences/second per run, the
-medians and their ratio, and the largest absolute difference between the two
+median, min and max of each, the ratio of the medians, the run-to-run spread
+(max/min - 1) of each, and the largest absolute difference between the two
 sets of embeddings as a sanity check (both run the config's exact GELU, so
 only float32 rounding, ~1e-6, is expected).
 
 Run from the repository root (needs `pip install -e .[bench]`):
 
-    python benchmarks/encode.py [--sentences 2000] [--batch-size 64]
+    python benchmarks/encode.py [--sentences 2000] [--batch-size 64] [--runs 5]
 """
 
 import argparse
@@ -55,7 +56,7 @@ def parse_args():
     parser.add_argument("--sentences", type=int, default=2000)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--max-length", type=int, default=128)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=5)
     return parser.parse_args()
 
 
@@ -120,12 +121,15 @@ def main():
     print(f"\n{'run':<8}{'kcse sent/s':>14}{'st sent/s':>14}{'kcse/st':>10}")
     for run, (a, b) in enumerate(zip(speeds["kcse"], speeds["st"]), 1):
         print(f"{run:<8}{a:>14.1f}{b:>14.1f}{a / b:>10.3f}")
+    for label, statistic in (("median", statistics.median), ("min", min), ("max", max)):
+        a, b = statistic(speeds["kcse"]), statistic(speeds["st"])
+        print(f"{label:<8}{a:>14.1f}{b:>14.1f}{a / b:>10.3f}")
     kcse_median = statistics.median(speeds["kcse"])
     st_median = statistics.median(speeds["st"])
-    print(
-        f"{'median':<8}{kcse_median:>14.1f}{st_median:>14.1f}"
-        f"{kcse_median / st_median:>10.3f}"
-    )
+    print(f"\nkcse / sentence-transformers (medians): {kcse_median / st_median:.3f}")
+    for name, label in (("kcse", "kcse"), ("st", "sentence-transformers")):
+        spread = max(speeds[name]) / min(speeds[name]) - 1
+        print(f"run-to-run spread of {label} (max/min - 1): {100 * spread:.1f}%")
 
     difference = np.abs(embeddings["kcse"] - embeddings["st"]).max(axis=1)
     worst = int(difference.argmax())

@@ -15,10 +15,14 @@ end the command with exit code 2 and one line saying what is wrong.
 
 import argparse
 import dataclasses
+import itertools
 import json
 import pathlib
 import sys
 import time
+import typing
+
+import numpy as np
 
 from kcse import arguments
 from kcse import atomic_files
@@ -108,8 +112,12 @@ def build_parser():
         description="Encodes every line of --input: a text file (one "
         "sentence a line, kept as written; an empty line is the empty "
         "string) or JSON lines (the --field of each object). Writes .npy "
-        "(float32, one row per line) or .jsonl ({field, \"embedding\"} per "
-        "line), in input order.",
+        "(float32, one row per line) or .jsonl ({field, \"line\", "
+        "\"embedding\"} per line, \"line\" the input's line number from 1), in "
+        "input order, as it goes: memory stays flat however long the input. "
+        "With --shard K/N only lines K, K+N, K+2N, ... are encoded (row j of "
+        "a .npy shard is line K + j*N; in numpy, full[K-1::N] = shard), so N "
+        "jobs can split a corpus.",
     )
     add_model_arguments(encode)
     encode.add_argument("--input", type=pathlib.Path, required=True)
@@ -118,6 +126,9 @@ def build_parser():
     encode.add_argument("--field", default="text", help="jsonl input: the text field")
     encode.add_argument("--batch-size", type=arguments.positive_integer, default=64)
     encode.add_argument("--normalize", action="store_true", help="L2-normalise")
+    encode.add_argument("--shard", type=shard, default=Shard(1, 1), metavar="K/N",
+                        help="encode lines K, K+N, K+2N, ... only (1 <= K <= N; "
+                        "default 1/1, every line)")
     encode.add_argument("--overwrite", action="store_true",
                         help="replace a file already at --output")
     encode.set_defaults(run=run_encode, inputs=("input",), output_kind="file",
@@ -382,69 +393,145 @@ def run_evaluate(args):
         atomic_files.write_json(args.json, rows)
 
 
-def read_texts(path, field):
-    """The sentences of a text file (a line each) or JSON lines (`field`)."""
+class Shard(typing.NamedTuple):
+    """Shard `index` of `count` of a file's lines: lines index, index + count, ..."""
+
+    index: int
+    count: int
+
+    def lines(self, numbered_lines):
+        """The shard's items of `numbered_lines` (an iterable), lazily."""
+        return itertools.islice(numbered_lines, self.index - 1, None, self.count)
+
+
+def shard(text):
+    """An argparse type: `K/N`, integers with 1 <= K <= N, as a `Shard`."""
+    index, slash, count = text.partition("/")
     try:
-        # Lines end at "\n" (or "\r\n") only: str.splitlines would also
-        # split inside a sentence at U+2028, U+0085, form feeds...
-        with open(path, encoding="utf-8-sig", newline="") as file:
-            lines = file.read().split("\n")
-    except UnicodeDecodeError as error:
-        raise UsageError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
-    if lines[-1] == "":
-        lines.pop()  # The newline ending the last line.
-    lines = [line.removesuffix("\r") for line in lines]
-    if path.suffix != ".jsonl":
-        return lines
-    texts = []
-    for number, line in enumerate(lines, start=1):
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise UsageError(f"{path}:{number}: not JSON ({error.msg})") from None
-        if not isinstance(record, dict) or not isinstance(record.get(field), str):
-            raise UsageError(f"{path}:{number}: no string field {field!r}")
-        texts.append(record[field])
-    return texts
+        value = Shard(int(index), int(count))
+    except ValueError:
+        value = None
+    if not slash or value is None or not 1 <= value.index <= value.count:
+        raise argparse.ArgumentTypeError(
+            f"must be K/N, integers with 1 <= K <= N (shard K of N); got {text!r}")
+    return value
+
+
+
+def read_texts(path, field):
+    """Yields `(line_number, sentence)` of a text file or JSON lines, lazily.
+
+    A text file gives each line, ended by a line feed (or CR LF) only
+    (str.splitlines would also split inside a sentence at U+2028, U+0085,
+    form feeds...); JSON lines (`.jsonl`) the string `field` of each line's
+    object. A line that is not UTF-8, not JSON or without the field is a
+    UsageError naming the file and line.
+    """
+    with open(path, "rb") as file:
+        for number, raw in enumerate(file, start=1):
+            try:
+                line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError as error:
+                raise UsageError(f"{path}:{number}: not UTF-8 text ({error.reason} at "
+                                 f"byte {error.start} of the line)") from None
+            line = line.removesuffix("\n").removesuffix("\r")
+            if path.suffix != ".jsonl":
+                yield number, line
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise UsageError(f"{path}:{number}: not JSON ({error.msg})") from None
+            if not isinstance(record, dict) or not isinstance(record.get(field), str):
+                raise UsageError(f"{path}:{number}: no string field {field!r}")
+            yield number, record[field]
+
+
+# What `.jsonl` output records hold beside the text field.
+ENCODE_RECORD_KEYS = ("line", "embedding")
 
 
 def run_encode(args):
-    texts = read_texts(args.input, args.field)
+    if args.output.suffix == ".jsonl" and args.field in ENCODE_RECORD_KEYS:
+        raise UsageError(f"--field {args.field}: .jsonl output records use "
+                         f"{' and '.join(map(repr, ENCODE_RECORD_KEYS))} for the line "
+                         "number and the vector; give a .npy --output")
+    # A first pass checks every line and counts the shard's, holding none.
+    lines = 0
+    for lines, _ in read_texts(args.input, args.field):
+        pass
+    count = len(range(args.shard.index - 1, lines, args.shard.count))
+    if count == 0:
+        raise UsageError(f"--shard {args.shard.index}/{args.shard.count}: {args.input} "
+                         f"has {lines} line{'s' * (lines != 1)}, none in this shard")
     start_tensorflow(args.verbose)
     import keras
-    import numpy as np
 
-    from kcse.sentence_encoder import predict_in_length_order
-    from kcse.sentence_encoder import truncated_texts
-    from kcse.sentence_encoder import warn_if_truncated
+    from kcse.sentence_encoder import predict_in_chunks
 
     encoder, prefix, _ = load_encoder(args)
-    texts_in = [prefix + text for text in texts]
-    # One truncation warning for the file, not one per chunk.
-    warn_if_truncated(int(truncated_texts(encoder.preprocessor, texts_in).sum()),
-                      len(texts_in), encoder.preprocessor.sequence_length)
-    chunk = 16 * args.batch_size
-    progress = keras.utils.Progbar(len(texts), unit_name="sentence",
+    numbered_texts = args.shard.lines(read_texts(args.input, args.field))
+    records = None
+    if args.output.suffix == ".jsonl":
+        # Read in step twice: by the encoder (a chunk ahead), for the records.
+        numbered_texts, records = itertools.tee(numbered_texts)
+    texts = (prefix + text for _, text in numbered_texts)
+    progress = keras.utils.Progbar(count, unit_name="sentence",
                                    verbose=arguments.progress_verbosity())
-    vectors = []
-    for start in range(0, len(texts), chunk):
-        batch = texts_in[start : start + chunk]
-        # `encode` without its own truncation count (done above, once).
-        vectors.append(predict_in_length_order(encoder, encoder.preprocessor, batch,
-                                               args.batch_size))
-        progress.add(len(batch))
-    vectors = np.concatenate(vectors).astype("float32")
-    if args.normalize:
-        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     with atomic_files.replacing(args.output) as temporary:
-        if args.output.suffix == ".npy":
-            np.save(temporary, vectors)
-        else:
-            with open(temporary, "w", encoding="utf-8") as out:
-                for text, vector in zip(texts, vectors):
-                    out.write(json.dumps({args.field: text, "embedding": vector.tolist()},
-                                         ensure_ascii=False) + "\n")
-    print(f"wrote {len(texts)} vectors of dimension {vectors.shape[1]} to {args.output}")
+        with EncodeWriter(temporary, count, args.field, records) as writer:
+            for rows, vectors in predict_in_chunks(encoder, encoder.preprocessor, texts,
+                                                   args.batch_size, warn_truncation=True):
+                vectors = vectors.astype("float32")
+                if args.normalize:
+                    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+                writer.write(rows, vectors)
+                progress.add(len(vectors))
+    index, every = args.shard
+    held = "every line" if every == 1 else (
+        f"lines {index}, {index + every}, {index + 2 * every}, ... (shard {index}/{every})")
+    print(f"wrote {count} vectors of dimension {writer.dimension} to {args.output}: "
+          f"{held} of {args.input}")
+
+
+class EncodeWriter:
+    """Writes `kcse encode`'s vectors to a .npy or .jsonl file as they come.
+
+    A .npy file is a memory-mapped float32 array of `count` rows, opened at
+    the first vectors (which give its width). A .jsonl file gets a record
+    `{field: text, "line": number, "embedding": vector}` per vector, its
+    line and text taken from `records`, an iterator of `(line, text)`.
+    """
+
+    def __init__(self, path, count, field, records=None):
+        self.path, self.count, self.field, self.records = pathlib.Path(path), count, field, records
+        self.array = self.file = self.dimension = None
+
+    def __enter__(self):
+        if self.path.suffix == ".jsonl":
+            self.file = open(self.path, "w", encoding="utf-8")
+        return self
+
+    def write(self, rows, vectors):
+        """`vectors` as rows `rows` (a slice) of the output."""
+        self.dimension = vectors.shape[1]
+        if self.file is not None:
+            # Vectors first: zip stops at their end without taking a record.
+            for vector, (number, text) in zip(vectors, self.records):
+                record = {self.field: text, "line": number, "embedding": vector.tolist()}
+                self.file.write(json.dumps(record, ensure_ascii=False) + "\n")
+            return
+        if self.array is None:
+            self.array = np.lib.format.open_memmap(
+                self.path, mode="w+", dtype="float32", shape=(self.count, self.dimension))
+        self.array[rows] = vectors
+
+    def __exit__(self, *error):
+        if self.file is not None:
+            self.file.close()
+        if self.array is not None:
+            self.array.flush()
+            self.array = None  # Unmaps the file.
 
 
 def run_export(args):

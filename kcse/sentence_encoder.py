@@ -1,9 +1,11 @@
 """SentenceEncoder: backbone + preprocessor + pooling (+ whitening)."""
 
 import importlib
+import itertools
 import math
 import pathlib
 import warnings
+import weakref
 
 import keras
 import keras_hub
@@ -27,9 +29,15 @@ from kcse.validation import user_stacklevel
 
 POOLER_LAYER = "pooled_dense"
 POOLER_ACTIVATIONS = ("linear", "tanh")
-# Sequence lengths of `encode` batches are rounded up to a multiple of this,
-# so that compiled predict functions are reused across batches.
+# Sequence lengths of `encode` batches are rounded up to a multiple of this
+# (see `bucket_length`)...
 LENGTH_BUCKET = 8
+# ... or, where each input shape is compiled (JAX, XLA), to a power of two
+# of at least this.
+COARSE_MIN_LENGTH = 16
+# Sentences `encode` tokenises and sorts by length at a time: its memory
+# is flat in the number of sentences beyond the output array.
+ENCODE_CHUNK_SIZE = 4096
 
 
 @keras.saving.register_keras_serializable(package="kcse")
@@ -183,11 +191,18 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
     def encode(self, texts, batch_size=64):
         """Encodes strings into a float32 numpy array `(len(texts), dim)`.
 
-        Distinct sentences are tokenised and encoded once, sorted by length
-        and run in batches whose padding is trimmed to the longest sentence
-        of the batch (rounded up to a multiple of 8), then put back in input
-        order. The result equals `predict` on the same strings. An empty
-        list gives an array of shape `(0, dim)`.
+        The sentences stream through in chunks of `ENCODE_CHUNK_SIZE`
+        (4096), taken in alphabetical order so that a repeated sentence is
+        encoded once; each chunk is tokenised, sorted by length and run in
+        batches whose padding is trimmed to the longest sentence of the
+        batch (rounded up to a multiple of 8; under JAX or XLA to a power
+        of two >= 16, with a last batch filled to `batch_size` by repeated
+        rows, so each batch shape compiles once), by a compiled predict
+        function cached for the encoder (see `predict_in_chunks`). Its
+        vectors go straight into the output array, in input order: memory
+        beyond the output is flat in the number of sentences. The result
+        equals `predict` on the same strings. An empty list gives an array
+        of shape `(0, dim)`.
 
         Sentences longer than the preprocessor's `sequence_length` are cut
         to it; one `TruncationWarning` per call says how many.
@@ -370,54 +385,199 @@ def predict_in_length_order(
     """`model`'s outputs for every one of `texts`, in input order.
 
     `model` is a Keras model of token dicts whose output is an array or a
-    dict of arrays (kept as such). Distinct texts are tokenised and run
-    once, longest first, in batches of `batch_size` whose padding is cut to
-    the batch's longest text rounded up to a multiple of 8 (so compiled
-    predict functions are reused), through `keras.Model.predict`. With
-    `warn_truncation`, a `TruncationWarning` counts the texts cut to the
-    preprocessor's maximum length (only texts that fill it are re-checked).
+    dict of arrays (kept as such); `texts` a non-empty sequence of str.
+    The texts are taken in alphabetical order, so that repeated texts fall
+    in one chunk of `predict_in_chunks` and are encoded once, and their
+    outputs written into arrays preallocated in input order: memory holds
+    the texts, the outputs and one chunk. With `warn_truncation`, one
+    `TruncationWarning` counts the texts cut to the preprocessor's maximum
+    length.
     """
-    unique, inverse = np.unique(np.asarray(texts, dtype=object), return_inverse=True)
-    inverse = inverse.reshape(-1)
-    features = {
-        key: ops.convert_to_numpy(value)
-        for key, value in preprocessor(list(unique)).items()
-    }
-    lengths = features["padding_mask"].astype(bool).sum(axis=1)
-    order = np.argsort(-lengths, kind="stable")
-    full_length = features["padding_mask"].shape[1]
-    if warn_truncation:
-        truncated = np.zeros(len(unique), bool)
-        full = lengths >= full_length
-        truncated[full] = truncated_texts(preprocessor, unique[full])
-        warn_if_truncated(int(truncated[inverse].sum()), len(texts), full_length)
-
-    def batches():
-        for start in range(0, len(order), batch_size):
-            rows = order[start : start + batch_size]
-            length = LENGTH_BUCKET * math.ceil(
-                max(int(lengths[rows].max()), 1) / LENGTH_BUCKET
+    texts = np.asarray(texts, dtype=object).reshape(-1)
+    if len(texts) == 0:
+        raise ValueError("predict_in_length_order needs at least one text.")
+    alphabetical = np.argsort(texts, kind="stable")
+    outputs = None
+    for rows, chunk_outputs in predict_in_chunks(
+        model, preprocessor, texts[alphabetical], batch_size, warn_truncation
+    ):
+        if outputs is None:
+            outputs = keras.tree.map_structure(
+                lambda array: np.empty((len(texts),) + array.shape[1:], array.dtype),
+                chunk_outputs,
             )
-            length = min(length, full_length)
-            yield {key: value[rows, :length] for key, value in features.items()}
+        for output, array in zip(
+            keras.tree.flatten(outputs), keras.tree.flatten(chunk_outputs)
+        ):
+            output[alphabetical[rows]] = array
+    return outputs
 
-    dataset = tf.data.Dataset.from_generator(
-        batches,
-        output_signature={
-            key: tf.TensorSpec((None, None), value.dtype)
-            for key, value in features.items()
-        },
-    ).apply(
-        tf.data.experimental.assert_cardinality(math.ceil(len(order) / batch_size))
-    )
-    # keras.Model.predict, not a Task's: the batches are tokenised already.
-    # It also splits batches over tf.distribute replicas.
-    outputs = keras.Model.predict(model, dataset, verbose=0)
-    # Row i of the sorted outputs is unique text order[i]; then expand.
-    rows = np.empty_like(order)
-    rows[order] = np.arange(len(order))
-    return keras.tree.map_structure(
-        lambda sorted_outputs: sorted_outputs[rows][inverse], outputs
+
+def predict_in_chunks(
+    model, preprocessor, texts, batch_size=64, warn_truncation=False
+):
+    """Yields `(rows, outputs)`: `model`'s outputs for `texts`, chunk by chunk.
+
+    `texts` is any iterable of str, read lazily `ENCODE_CHUNK_SIZE` at a
+    time, so memory stays flat however many there are. Each chunk's
+    distinct texts are tokenised, sorted by length and run once, in
+    batches of `batch_size` whose padding is cut to the batch's longest
+    text (see `bucket_length`); `rows` is the `slice` of positions in
+    `texts` of the chunk and `outputs` their outputs in that order (an
+    array, or a dict of arrays for a model with a dict of outputs).
+
+    Batches go through `batch_runner(model)`: a compiled predict function
+    cached for the model (`predict_function`), or `predict` where batches
+    are split over devices. Padding never counts, so the outputs equal the
+    model's on full-length inputs (up to float rounding). With `warn_truncation`, one
+    `TruncationWarning` after the last chunk counts the texts cut to the
+    preprocessor's maximum length.
+    """
+    texts = iter(texts)
+    run = batch_runner(model)
+    coarse = compiles_per_shape(model)
+    start = truncated = 0
+    full_length = None
+    while chunk := list(itertools.islice(texts, ENCODE_CHUNK_SIZE)):
+        unique, inverse = np.unique(np.asarray(chunk, dtype=object), return_inverse=True)
+        inverse = inverse.reshape(-1)
+        features = {
+            key: ops.convert_to_numpy(value)
+            for key, value in preprocessor(list(unique)).items()
+        }
+        lengths = features["padding_mask"].astype(bool).sum(axis=1)
+        order = np.argsort(-lengths, kind="stable")
+        full_length = features["padding_mask"].shape[1]
+        if warn_truncation:
+            cut = np.zeros(len(unique), bool)
+            full = lengths >= full_length
+            cut[full] = truncated_texts(preprocessor, unique[full])
+            truncated += int(cut[inverse].sum())
+        batches = []
+        for batch_start in range(0, len(order), batch_size):
+            rows = order[batch_start : batch_start + batch_size]
+            length = bucket_length(int(lengths[rows].max()), full_length, coarse)
+            if coarse:  # The same batch shape for the last batch too.
+                rows = np.resize(rows, batch_size)
+            batches.append({key: value[rows, :length] for key, value in features.items()})
+        sorted_outputs = run(batches)
+        # Row i of the sorted outputs is distinct text order[i] (rows past
+        # them repeat others in a last batch); then expand.
+        positions = np.empty_like(order)
+        positions[order] = np.arange(len(order))
+        yield slice(start, start + len(chunk)), keras.tree.map_structure(
+            lambda array: array[positions][inverse], sorted_outputs
+        )
+        start += len(chunk)
+    if warn_truncation:
+        warn_if_truncated(truncated, start, full_length)
+
+
+def bucket_length(length, full_length, coarse=False):
+    """The padded length of a batch whose longest text has `length` tokens.
+
+    A multiple of `LENGTH_BUCKET` (8), or with `coarse` (for functions
+    compiled once per input shape) a power of two of at least
+    `COARSE_MIN_LENGTH` (16); never beyond `full_length`.
+    """
+    if coarse:
+        bucket = max(COARSE_MIN_LENGTH, 2 ** math.ceil(math.log2(max(length, 1))))
+    else:
+        bucket = LENGTH_BUCKET * math.ceil(max(length, 1) / LENGTH_BUCKET)
+    return min(bucket, full_length)
+
+
+def compiles_per_shape(model):
+    """Whether `model`'s predict function is compiled anew for each input shape.
+
+    True under JAX (`jax.jit`) and with XLA (`jit_compile` on TensorFlow,
+    `torch.compile`): batches then take a few shapes only (coarse length
+    buckets, the last batch repeated up to the batch size), so that each
+    compiles once. TensorFlow without XLA (its default on CPU) traces one
+    function for all shapes, and PyTorch runs eagerly: finer buckets then
+    cost nothing and pad less.
+    """
+    return bool(model.jit_compile) and not model.run_eagerly
+
+
+def batch_runner(model):
+    """A function running `model` on a list of token batches, outputs joined.
+
+    The outputs are numpy arrays (or a dict of them), a row per row of the
+    batches, in order. On one device each batch goes through
+    `predict_function(model)`, with no data pipeline between batches, so
+    the speed is steady. Where `predict` splits batches over devices (a
+    `tf.distribute` strategy with several replicas, or a
+    `keras.distribution`), the batches go through `predict` as a
+    `tf.data.Dataset`.
+    """
+    if not splits_batches(model):
+        predict = predict_function(model)
+
+        def run(batches):
+            outputs = [predict(batch) for batch in batches]
+            return keras.tree.map_structure(lambda *arrays: np.concatenate(arrays), *outputs)
+
+        return run
+
+    def run(batches):
+        dataset = tf.data.Dataset.from_generator(
+            lambda: iter(batches),
+            output_signature={
+                key: tf.TensorSpec((None, None), value.dtype)
+                for key, value in batches[0].items()
+            },
+        ).apply(tf.data.experimental.assert_cardinality(len(batches)))
+        # keras.Model's, not a Task's: the batches are tokenised already.
+        return keras.Model.predict(model, dataset, verbose=0)
+
+    return run
+
+
+# TensorFlow: each model's `tf.function`s by input signature. The functions
+# hold the model weakly, so an entry goes with its model.
+TENSORFLOW_PREDICT_FUNCTIONS = weakref.WeakKeyDictionary()
+
+
+def predict_function(model):
+    """`model`'s outputs (numpy) for one token batch, by a cached compiled function.
+
+    On TensorFlow, a `tf.function` of `model(batch, training=False)` with
+    `(None, None)` input shapes: traced once for every batch shape, and
+    kept for the model (with XLA when `model.jit_compile` is set). On
+    other backends, Keras' `predict_on_batch` (of `keras.Model`, not a
+    Task's: the batches are tokenised already), whose predict function
+    Keras keeps on the model: `jax.jit`, compiled once per input shape
+    (see `compiles_per_shape`), or eager PyTorch.
+    """
+    if keras.backend.backend() != "tensorflow":
+        return lambda batch: keras.Model.predict_on_batch(model, batch)
+    functions = TENSORFLOW_PREDICT_FUNCTIONS.setdefault(model, {})
+    reference = weakref.ref(model)
+
+    def predict(batch):
+        signature = tuple((key, value.dtype.name) for key, value in sorted(batch.items()))
+        if signature not in functions:
+            functions[signature] = tf.function(
+                lambda inputs: reference()(inputs, training=False),
+                input_signature=[
+                    {key: tf.TensorSpec((None, None), dtype) for key, dtype in signature}
+                ],
+                jit_compile=bool(model.jit_compile),
+            )
+        outputs = functions[signature](batch)
+        return keras.tree.map_structure(lambda tensor: tensor.numpy(), outputs)
+
+    return predict
+
+
+def splits_batches(model):
+    """Whether `predict` splits each batch over several devices."""
+    if keras.distribution.distribution() is not None:
+        return True
+    return (
+        keras.backend.backend() == "tensorflow"
+        and model.distribute_strategy.num_replicas_in_sync > 1
     )
 
 

@@ -86,9 +86,9 @@ def test_encode_text_and_jsonl_in_input_order(trained, shared_data):
     model = folder / "run" / "encoder.keras"
     out = assert_ok(kcse_command("encode", "--model", model, "--input",
                                  folder / "texts.txt", "--output", folder / "v.npy"))
-    assert "wrote 50 vectors of dimension 8" in out
+    assert f"wrote 50 vectors of dimension 8 to {folder / 'v.npy'}: every line of" in out
     encoder = keras.saving.load_model(model)
-    np.testing.assert_allclose(np.load(folder / "v.npy"), encoder.encode(texts), atol=1e-5)
+    np.testing.assert_allclose(np.load(folder / "v.npy"), encoder.encode(texts), atol=1e-6)
 
     lines = [json.dumps({"id": i, "sentence": t}, ensure_ascii=False) for i, t in enumerate(texts)]
     (folder / "texts.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -97,9 +97,56 @@ def test_encode_text_and_jsonl_in_input_order(trained, shared_data):
                            "--output", folder / "v.jsonl"))
     rows = [json.loads(line) for line in (folder / "v.jsonl").read_text().splitlines()]
     assert [row["sentence"] for row in rows] == texts
+    assert [row["line"] for row in rows] == list(range(1, 51))
     expected = encoder.encode(texts)
     expected /= np.linalg.norm(expected, axis=1, keepdims=True)
-    np.testing.assert_allclose([row["embedding"] for row in rows], expected, atol=1e-5)
+    np.testing.assert_allclose([row["embedding"] for row in rows], expected, atol=1e-6)
+    # Written through temporary names, renamed when complete: none is left.
+    assert not [path.name for path in folder.iterdir() if ".tmp" in path.name]
+
+
+def test_encode_shards_reassemble_to_the_whole_output(trained, shared_data):
+    """Three `--shard K/3` runs, put back as documented, equal the whole run."""
+    folder, _, _ = trained
+    pairs = kcse.data.read_pairs(shared_data / "senteval_cn" / "STS-B" / "STS-B.test.data")
+    texts = pairs.sentences1[:70] + pairs.sentences1[:5]  # Repeated lines too.
+    (folder / "shard_in.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")
+    model = folder / "run" / "encoder.keras"
+
+    def encode(output, *extra):
+        return assert_ok(kcse_command("encode", "--model", model, "--input",
+                                      folder / "shard_in.txt", "--output", output, *extra))
+
+    encode(folder / "whole.npy")
+    encode(folder / "whole.jsonl")
+    whole = np.load(folder / "whole.npy")
+    reassembled = np.full_like(whole, np.nan)
+    records = []
+    for index in (1, 2, 3):
+        out = encode(folder / f"shard{index}.npy", "--shard", f"{index}/3")
+        assert (f"wrote 25 vectors of dimension 8 to {folder / f'shard{index}.npy'}: lines "
+                f"{index}, {index + 3}, {index + 6}, ... (shard {index}/3) of") in out
+        reassembled[index - 1 :: 3] = np.load(folder / f"shard{index}.npy")
+        encode(folder / f"shard{index}.jsonl", "--shard", f"{index}/3")
+        shard = [json.loads(line) for line in (folder / f"shard{index}.jsonl").open()]
+        assert [record["line"] for record in shard] == list(range(index, 76, 3))
+        records += shard
+    np.testing.assert_array_equal(reassembled, whole)
+    whole_records = [json.loads(line) for line in (folder / "whole.jsonl").open()]
+    assert sorted(records, key=lambda record: record["line"]) == whole_records
+    assert [record["text"] for record in whole_records] == texts
+
+
+def test_encode_reads_its_input_lazily(tmp_path):
+    (tmp_path / "texts.jsonl").write_bytes(
+        b'{"text": "a"}\r\n{"text": "b\\u2028c"}\n{"text": \xff}\n')
+    lines = cli.read_texts(tmp_path / "texts.jsonl", "text")
+    assert next(lines) == (1, "a") and next(lines) == (2, "b\u2028c")
+    with pytest.raises(cli.UsageError, match=r"texts.jsonl:3: not UTF-8 text"):
+        next(lines)
+    (tmp_path / "texts.txt").write_bytes(b"\xef\xbb\xbfa\rb\r\n\nc")
+    assert list(cli.read_texts(tmp_path / "texts.txt", "text")) == [
+        (1, "a\rb"), (2, ""), (3, "c")]
 
 
 def test_export_writes_both_signatures(trained):
@@ -127,6 +174,7 @@ def bad_inputs(folder, model):
     (folder / "bad.data").write_text("一个人\t两个人\t3\n只有一列\n", encoding="utf-8")
     (folder / "bad.jsonl").write_text('{"text": "好"}\n{"text": \n', encoding="utf-8")
     (folder / "ok.txt").write_text("你好\n", encoding="utf-8")
+    (folder / "not.keras").write_text("not a model")
     keras_file = folder / "run" / "encoder.keras"
     return {
         "missing file": (
@@ -150,6 +198,24 @@ def bad_inputs(folder, model):
             ["encode", "--model", "no_such_model", "--input", folder / "ok.txt",
              "--output", folder / "e.npy"],
             "--model no_such_model: not a .keras file, folder, model name"),
+        "shard beyond its count": (
+            ["encode", "--model", keras_file, "--input", folder / "ok.txt",
+             "--output", folder / "e.npy", "--shard", "4/3"],
+            "argument --shard: must be K/N, integers with 1 <= K <= N (shard K of N); "
+            "got '4/3'"),
+        "shard without a count": (
+            ["encode", "--model", keras_file, "--input", folder / "ok.txt",
+             "--output", folder / "e.npy", "--shard", "2"],
+            "argument --shard: must be K/N"),
+        # Checked before the model loads: not.keras is no model at all.
+        "empty shard": (
+            ["encode", "--model", folder / "not.keras", "--input", folder / "ok.txt",
+             "--output", folder / "e.npy", "--shard", "2/3"],
+            "--shard 2/3: " + str(folder / "ok.txt") + " has 1 line, none in this shard"),
+        "jsonl field the records use": (
+            ["encode", "--model", keras_file, "--input", folder / "bad.jsonl",
+             "--output", folder / "e.jsonl", "--field", "line"],
+            "--field line: .jsonl output records use 'line' and 'embedding'"),
         "unknown method": (
             ["train", "--model", model, "--method", "magic", "--output", folder / "x"],
             "argument --method: invalid choice: 'magic'"),
@@ -174,7 +240,9 @@ def test_bad_input_exits_with_one_line(trained, case):
 
 
 @pytest.mark.parametrize(
-    "case", ["missing model file", "malformed jsonl line", "unknown method", "bad view"]
+    "case", ["missing model file", "malformed jsonl line", "unknown method", "bad view",
+             "shard beyond its count", "shard without a count", "empty shard",
+             "jsonl field the records use"]
 )
 def test_more_bad_inputs_in_process(trained, case, capsys):
     # The same `main` as the console script (`sys.exit(main())`), without

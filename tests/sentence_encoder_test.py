@@ -156,10 +156,10 @@ def test_encode_equals_predict_on_raw_strings_in_input_order():
     )
     expected = encoder.predict(SENTENCES, verbose=0)
     np.testing.assert_allclose(
-        encoder.encode(SENTENCES, batch_size=2), expected, atol=1e-5
+        encoder.encode(SENTENCES, batch_size=2), expected, atol=1e-6
     )
     np.testing.assert_allclose(
-        encoder.encode_text(SENTENCES[1]), expected[1:2], atol=1e-5
+        encoder.encode_text(SENTENCES[1]), expected[1:2], atol=1e-6
     )
     assert encoder.encode([]).shape == (0, 8)
 
