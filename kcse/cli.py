@@ -184,6 +184,7 @@ def check_arguments(args):
             arguments.check_input_folder(args.data_dir, "--data-dir")
         command_line.check_task_files(args.data_dir, [args.task])
         command_line.check_method_arguments(args.method, args)
+        command_line.check_distributed(args)
     if args.output_kind:
         arguments.check_output(args.output, "--output", folder=args.output_kind == "folder",
                                suffixes=(".npy", ".jsonl") if args.command == "encode" else ())
@@ -301,8 +302,10 @@ def run_train(args):
     except (OSError, ValueError) as error:
         raise UsageError(one_line(error, data_dir)) from None
     start_tensorflow(args.verbose)
+    command_line.start_distributed(args)
     import keras
 
+    from kcse import distribution
     from kcse.models.layer_taps import set_hidden_dropout
     from kcse.evaluation.sts import evaluate_sts
     from kcse.experiments import comparison
@@ -316,6 +319,10 @@ def run_train(args):
     except (OSError, ValueError) as error:
         raise UsageError(one_line(error, args.nli or "")) from None
     protocol = comparison.protocol_from_args(args, method)
+    try:
+        distribution.check_global_batch_size(protocol.batch_size)
+    except ValueError as error:
+        raise UsageError(f"--batch-size: {error}") from None
     # Seed first: tf.random.set_seed clears TensorFlow's kernel caches, which
     # drops resources tokenizers already made (SentencePiece: "Resource
     # _0_SentencepieceOp does not exist" when training starts).
@@ -344,6 +351,8 @@ def run_train(args):
     after = test_spearman()
     print(f"{args.model} {encoder.pooling}, {args.task} test after {method.title}: "
           f"Spearman {after['spearman']:.2f} ({samples} training samples)")
+    if not distribution.is_chief():
+        return  # Process 0 of a --distributed run writes the output.
     encoder.save(args.output / "encoder.keras")
     record = {
         "model": args.model, "model_source": source, "pooling": encoder.pooling,

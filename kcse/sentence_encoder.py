@@ -14,6 +14,7 @@ import tensorflow as tf
 from keras import ops
 
 from kcse import atomic_files
+from kcse import distribution
 from kcse.models.google_checkpoint.checkpoint_converter import from_checkpoint
 from kcse.models.layer_taps import hidden_states_model
 from kcse.models.layer_taps import set_hidden_dropout
@@ -509,8 +510,16 @@ def batch_runner(model):
     the speed is steady. Where `predict` splits batches over devices (a
     `tf.distribute` strategy with several replicas, or a
     `keras.distribution`), the batches go through `predict` as a
-    `tf.data.Dataset`.
+    `tf.data.Dataset`. In a multi-process run (`kcse.distribution`) every
+    process encodes every batch.
     """
+    if distribution.process_count() > 1:
+
+        def run_everywhere(batches):
+            with distribution.every_process_predicts():
+                return batch_runner(model)(batches)
+
+        return run_everywhere
     if not splits_batches(model):
         predict = predict_function(model)
 

@@ -223,6 +223,11 @@ def bad_inputs(folder, model):
             ["train", "--model", model, "--method", "consert", "--views",
              "shuffle,blur", "--output", folder / "x"],
             "unknown view 'blur'"),
+        # The cluster's variables are checked before TensorFlow starts
+        # (the test process has none of them set).
+        "distributed without a cluster": (
+            ["train", "--model", model, "--distributed", "--output", folder / "x"],
+            "--distributed: multi-process training needs KERAS_DISTRIBUTION_JOB_ADDRESSES"),
     }
 
 
@@ -242,7 +247,7 @@ def test_bad_input_exits_with_one_line(trained, case):
 @pytest.mark.parametrize(
     "case", ["missing model file", "malformed jsonl line", "unknown method", "bad view",
              "shard beyond its count", "shard without a count", "empty shard",
-             "jsonl field the records use"]
+             "jsonl field the records use", "distributed without a cluster"]
 )
 def test_more_bad_inputs_in_process(trained, case, capsys):
     # The same `main` as the console script (`sys.exit(main())`), without

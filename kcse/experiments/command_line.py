@@ -166,6 +166,13 @@ def add_training_arguments(parser):
                           help="sentences per (global) batch, at least "
                           f"{SMALLEST_BATCH}: in-batch negatives")
     settings.add_argument("--learning-rate", type=arguments.positive_number)
+    settings.add_argument("--distributed", action="store_true",
+                          help="train as one process of a multi-process JAX run "
+                          "(KERAS_BACKEND=jax), the cluster given by "
+                          "KERAS_DISTRIBUTION_JOB_ADDRESSES, KERAS_DISTRIBUTION_NUM_PROCESSES "
+                          "and KERAS_DISTRIBUTION_PROCESS_ID; every process runs the same "
+                          "command (same data, --seed, global --batch-size), process 0 "
+                          "writes the output")
     settings.add_argument("--dropout", type=arguments.rate,
                           help="hidden dropout, in [0, 1) (Su: 0.3)")
     settings.add_argument("--temperature", type=arguments.positive_number)
@@ -274,6 +281,37 @@ def check_comparison_arguments(args, method):
     if args.plot and not _importable("matplotlib"):
         raise arguments.UsageError('--plot needs matplotlib: pip install -e ".[plot]"')
     check_method_arguments(method, args)
+    check_distributed(args)
+
+
+def check_distributed(args):
+    """`args.cluster`: the cluster of `--distributed`, from the environment.
+
+    None without `--distributed`; a bad or missing `KERAS_DISTRIBUTION_*`
+    variable is a `UsageError` naming it (before TensorFlow starts).
+    """
+    args.cluster = None
+    if getattr(args, "distributed", False):
+        from kcse.distribution import cluster_from_environment
+
+        try:
+            args.cluster = cluster_from_environment()
+        except ValueError as error:
+            raise arguments.UsageError(f"--distributed: {error}") from None
+
+
+def start_distributed(args):
+    """Joins the cluster of `--distributed` (after TensorFlow started).
+
+    A `UsageError` when the backend cannot (not JAX).
+    """
+    if args.cluster is not None:
+        from kcse.distribution import start_data_parallel
+
+        try:
+            start_data_parallel(args.cluster)
+        except RuntimeError as error:
+            raise arguments.UsageError(f"--distributed: {error}") from None
 
 
 def check_task_files(data_dir, tasks):
@@ -312,6 +350,11 @@ def recipe_main(method_name, doc, output, argv=None, poolings=DEFAULT_POOLINGS):
 
     arguments.one_line_warnings(parser.prog)
     start_tensorflow(args.verbose)
+    try:
+        start_distributed(args)
+    except arguments.UsageError as error:
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        sys.exit(2)
     from kcse.experiments import comparison
 
     try:

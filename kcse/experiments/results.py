@@ -14,6 +14,7 @@ import math
 import pathlib
 
 from kcse import atomic_files
+from kcse import distribution
 from kcse.digests import content_digest
 
 SCHEMA = "kcse.comparison/3"
@@ -125,8 +126,14 @@ class ResultStore:
         return self.cells.get(key, {}).get("status") == DONE
 
     def add(self, key, record):
-        """Stores one cell and rewrites both files atomically."""
+        """Stores one cell and rewrites both files atomically.
+
+        In a multi-process run (`kcse.distribution`) only process 0 writes:
+        every process computes the same cells.
+        """
         self.cells[key] = record
+        if not distribution.is_chief():
+            return
         atomic_files.write_json(self.json_path, {"schema": SCHEMA, "cells": self.cells})
         atomic_files.write_text(self.markdown_path, markdown(self.cells))
 

@@ -4,7 +4,9 @@ Under a `tf.distribute` strategy each replica sees its slice of the global
 batch; contrastive losses gather every replica's embeddings so that the
 negatives are global, exactly as on one device with the whole batch. Under
 JAX `keras.distribution.DataParallel` the loss is traced on the global batch
-already and nothing needs gathering.
+already and nothing needs gathering, across processes too: Keras joins
+each process's block of a batch into one global array before the jitted
+step (`kcse.distribution`; tests/objectives/multi_process_test.py).
 """
 
 import keras

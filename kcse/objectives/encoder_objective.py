@@ -14,11 +14,12 @@ from kcse.sentence_encoder import warn_if_truncated
 from kcse.validation import check_count
 from kcse.validation import check_texts
 from kcse import compat
+from kcse import distribution
 
 
 def training_dataset(
     x, y=None, sample_weight=None, batch_size=None, shuffle=True,
-    drop_single_last=False,
+    drop_single_last=False, drop_remainder=False,
 ):
     """A batched `tf.data.Dataset` of in-memory samples, reshuffled each epoch.
 
@@ -26,7 +27,9 @@ def training_dataset(
     `keras.Model.fit` does with arrays. A tuple `x` is one input of several
     columns (pairs, triplets), not `(x, y)`. With `drop_single_last`, a last
     batch of exactly one sample is left out (each epoch's last sample after
-    reshuffling, so a different one every epoch).
+    reshuffling, so a different one every epoch); with `drop_remainder`,
+    a last, partial batch is left out (a multi-process run needs full global
+    batches to give every process its block of each).
     """
     samples = x
     if y is not None or sample_weight is not None or isinstance(x, tuple):
@@ -38,7 +41,7 @@ def training_dataset(
     count = int(dataset.cardinality())
     if drop_single_last and count > 1 and count % batch_size == 1:
         dataset = dataset.take(count - 1)
-    return dataset.batch(batch_size)
+    return dataset.batch(batch_size, drop_remainder=drop_remainder)
 
 
 def reshuffled(dataset):
@@ -85,6 +88,26 @@ def trim_padding(features, multiple=8):
         else value[..., :length]
         for key, value in features.items()
     }
+
+
+def _static_batch_size(samples):
+    """The static leading size shared by the tensors of `samples`, or None."""
+    sizes = {
+        value.shape[0] for value in tf.nest.flatten(samples)
+        if isinstance(value, tf.Tensor) and value.shape.rank
+    }
+    return sizes.pop() if len(sizes) == 1 else None
+
+
+def _with_batch_size(samples, rows):
+    """`samples` with their leading dimension set to `rows` (when known)."""
+    if rows is None:
+        return samples
+    return tf.nest.map_structure(
+        lambda value: tf.ensure_shape(value, [rows, *value.shape[1:]])
+        if isinstance(value, tf.Tensor) and value.shape.rank else value,
+        samples,
+    )
 
 
 class NonFiniteLossError(RuntimeError):
@@ -243,21 +266,28 @@ class EncoderObjective(keras_hub.models.Task):
         self.preprocessor = encoder.preprocessor
 
     def preprocess_samples(self, x, y=None, sample_weight=None):
-        """Tokenises a batch and trims its padding (runs inside tf.data)."""
+        """Tokenises a batch and trims its padding (runs inside tf.data).
+
+        A batch of a known size keeps it (the tokeniser loses it): Keras
+        needs it to give each process of a multi-process run its block.
+        """
+        rows = _static_batch_size(x)
         if isinstance(x, tuple) and self.preprocessor is not None:
             columns = [self.preprocessor(column) for column in x]
             x = {
                 key: tf.stack([column[key] for column in columns], axis=1)
                 for key in columns[0]
             }
-            return keras.utils.pack_x_y_sample_weight(
+            samples = keras.utils.pack_x_y_sample_weight(
                 trim_padding(x), y, sample_weight
             )
-        samples = super().preprocess_samples(x, y, sample_weight)
-        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(samples)
-        if isinstance(x, dict) and "padding_mask" in x:
-            x = trim_padding(x)
-        return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
+        else:
+            samples = super().preprocess_samples(x, y, sample_weight)
+            x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(samples)
+            if isinstance(x, dict) and "padding_mask" in x:
+                x = trim_padding(x)
+            samples = keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
+        return _with_batch_size(samples, rows)
 
     def encode_columns(self, inputs, training=None, columns=None, kind=""):
         """Vectors `(batch, k, dim)` of token arrays `(batch, k, length)`.
@@ -309,6 +339,10 @@ class EncoderObjective(keras_hub.models.Task):
         has none, so a last batch of exactly one in-memory sample is left
         out (after reshuffling: a different sample each epoch).
 
+        In a multi-process run (`kcse.distribution.start_data_parallel`)
+        every process passes the same global data; each trains on its
+        block of every global batch, and a last, partial batch is left out.
+
         The encoder trains exactly the variables its pooling uses (the
         pooler only for P2), and a NaN or infinite loss stops training at
         once with `NonFiniteLossError` (step and loss).
@@ -318,18 +352,28 @@ class EncoderObjective(keras_hub.models.Task):
                 columns of different lengths; `batch_size` < 1; or, with
                 in-batch negatives, `batch_size` or the sample count is below
                 2 (under a `tf.distribute` strategy `batch_size` is the global
-                batch).
+                batch); in a multi-process run, `batch_size` does not split
+                evenly over the devices or exceeds the sample count, or a
+                `tf.data.Dataset`'s batches have no fixed size.
             TypeError: `epochs` or `batch_size` is not an int, or a text is
                 not a str (the message names it, e.g. `x[1][3]`).
         """
         check_count(kwargs.get("epochs", 1), "epochs")
         if _is_in_memory(x):
             batch_size = self._check_in_memory(x, batch_size)
+            sharded = distribution.process_count() > 1
             x = training_dataset(
                 x, y, kwargs.pop("sample_weight", None), batch_size, shuffle,
-                drop_single_last=self.in_batch_negatives,
+                drop_single_last=self.in_batch_negatives, drop_remainder=sharded,
             )
+            if sharded and kwargs.get("steps_per_epoch") is None:
+                # Keras splits the batches over the processes with
+                # `Dataset.rebatch`, after which their count is unknown.
+                kwargs["steps_per_epoch"] = int(x.cardinality())
+                x = x.repeat()
             y = batch_size = None
+        elif isinstance(x, tf.data.Dataset):
+            distribution.check_global_dataset(x)
         self.encoder.train_used_layers_only()
         callbacks = [StopOnNonFiniteLoss(), *(callbacks or [])]
         return super().fit(
@@ -352,6 +396,7 @@ class EncoderObjective(keras_hub.models.Task):
                 f"negatives; got batch_size={batch_size} and {count} sample(s) "
                 "(under a tf.distribute strategy, batch_size is the global batch)."
             )
+        distribution.check_global_batch_size(batch_size, count)
         if self.preprocessor is not None and not isinstance(x, dict):
             columns = dict(enumerate(x)) if isinstance(x, tuple) else {None: x}
             texts = []
