@@ -43,6 +43,7 @@ _SERIALIZABLE_MODULES = (
     "kcse.losses.self_guided_loss",
     "kcse.losses.simcse_loss",
     "kcse.models.bert_backbone",
+    "kcse.models.gelu",
     "kcse.models.relative_position.relative_position_attention",
     "kcse.models.relative_position.relative_position_backbone",
     "kcse.models.relative_position.relative_transformer_encoder",

@@ -105,8 +105,12 @@ def test_encode_text_and_jsonl_in_input_order(trained, shared_data):
     assert not [path.name for path in folder.iterdir() if ".tmp" in path.name]
 
 
-def test_encode_shards_reassemble_to_the_whole_output(trained, shared_data):
-    """Three `--shard K/3` runs, put back as documented, equal the whole run."""
+def test_encode_shards_reassemble_to_the_whole_output(trained, shared_data, capsys):
+    """Three `--shard K/3` runs, put back as documented, equal the whole run.
+
+    In process (the console script's `main`): eight runs of a process each
+    would mostly time TensorFlow's start.
+    """
     folder, _, _ = trained
     pairs = kcse.data.read_pairs(shared_data / "senteval_cn" / "STS-B" / "STS-B.test.data")
     texts = pairs.sentences1[:70] + pairs.sentences1[:5]  # Repeated lines too.
@@ -114,8 +118,10 @@ def test_encode_shards_reassemble_to_the_whole_output(trained, shared_data):
     model = folder / "run" / "encoder.keras"
 
     def encode(output, *extra):
-        return assert_ok(kcse_command("encode", "--model", model, "--input",
-                                      folder / "shard_in.txt", "--output", output, *extra))
+        arguments = ["encode", "--model", model, "--input", folder / "shard_in.txt",
+                     "--output", output, *extra]
+        assert cli.main([str(argument) for argument in arguments]) == 0
+        return capsys.readouterr().out
 
     encode(folder / "whole.npy")
     encode(folder / "whole.jsonl")
