@@ -14,6 +14,7 @@ import kcse  # noqa: E402
 from conftest import tiny_bert  # noqa: E402
 from conftest import tiny_preprocessor  # noqa: E402
 from conftest import token_batch  # noqa: E402
+from recording_encoder import RecordingEncoder  # noqa: E402
 
 
 def manual_hidden_states(backbone, batch):
@@ -267,19 +268,6 @@ def one_torch_thread():
         yield
     finally:
         torch.set_num_threads(threads)
-
-
-class RecordingEncoder:
-    """Passes `encode` calls on to `encoder` and keeps what they returned."""
-
-    def __init__(self, encoder):
-        self.encoder = encoder
-        self.calls = []
-
-    def encode(self, texts, batch_size=64):
-        vectors = self.encoder.encode(texts, batch_size=batch_size)
-        self.calls.append((list(texts), vectors))
-        return vectors
 
 
 # all-MiniLM-L6-v2 against sentence-transformers (tests below). A float32

