@@ -28,6 +28,7 @@ __all__ = [
     "attention_probability_dropout",
     "canonicalize_python_string_inputs",
     "convert_to_numpy",
+    "embedding_table",
     "is_int_dtype",
     "masked_softmax",
     "preprocessing_function",
@@ -39,6 +40,7 @@ __all__ = [
     "set_untracked_attribute",
     "sublayers",
     "transformer_block_parts",
+    "unlocked_state",
     "zero_initialized_variables",
 ]
 
@@ -149,6 +151,34 @@ def aggregate_additional_loss(model, loss):
     as Keras' own `Trainer.compute_loss` does.
     """
     return model._aggregate_additional_loss(loss)
+
+
+def embedding_table(embedding):
+    """The variable of a `keras.layers.Embedding`'s table.
+
+    Keras exposes the table as `embedding.embeddings`, a tensor (the table
+    dequantized, or plus its LoRA update); training a copy of some of its
+    rows (`kcse.objectives.embedding_rows`) freezes, reads and writes the
+    variable itself.
+    """
+    return embedding._embeddings
+
+
+@contextlib.contextmanager
+def unlocked_state(layer):
+    """Context in which a built `layer` may add variables (`add_weight`).
+
+    Keras locks a layer's state once it is built; training a copy of some
+    embedding rows (`kcse.objectives.embedding_rows`) adds the copy to the
+    objective when `fit` knows the rows, after the objective is built.
+    """
+    locked = layer._tracker.locked
+    layer._tracker.unlock()
+    try:
+        yield
+    finally:
+        if locked:
+            layer._tracker.lock()
 
 
 def set_untracked_attribute(layer, name, value):

@@ -198,6 +198,30 @@ def test_set_untracked_attribute_stores_the_value_as_is():
     assert type(layer.untracked) is list and layer.untracked == ["a", "b"]
 
 
+def test_embedding_table_is_the_layers_variable():
+    for embedding in (keras.layers.Embedding(5, 3),
+                      keras_hub.layers.ReversibleEmbedding(5, 3)):
+        embedding.build((None, 2))
+        table = compat.embedding_table(embedding)
+        assert isinstance(table, keras.Variable) and tuple(table.shape) == (5, 3)
+        table.assign(np.arange(15, dtype="float32").reshape(5, 3))
+        np.testing.assert_array_equal(
+            keras.ops.convert_to_numpy(embedding(np.array([[4, 0]])))[0, 0], [12, 13, 14]
+        )
+
+
+def test_unlocked_state_lets_a_built_layer_add_a_weight():
+    layer = keras.layers.Dense(2)
+    layer.build((None, 3))
+    with pytest.raises(ValueError, match="already built"):
+        layer.add_weight(shape=(1,), name="extra")
+    with compat.unlocked_state(layer):
+        extra = layer.add_weight(shape=(1,), name="extra")
+    assert any(weight is extra for weight in layer.weights)
+    with pytest.raises(ValueError, match="already built"):  # Locked again.
+        layer.add_weight(shape=(1,), name="another")
+
+
 def test_preset_loader_builds_a_class_of_our_choosing(tmp_path):
     import os
 
@@ -225,7 +249,7 @@ def test_preset_loader_builds_a_class_of_our_choosing(tmp_path):
 PRIVATE_USE = re.compile(
     r"keras(_hub)?\.src\b|\._(flatten_layers|tracker|self_attention_layer|feedforward_\w+|"
     r"aggregate_additional_loss|masked_softmax|dropout_layer|key_dim|query_dense|key_dense|"
-    r"value_dense|output_dense|kernel_initializer|bias_initializer)\b"
+    r"value_dense|output_dense|kernel_initializer|bias_initializer|embeddings)\b"
 )
 
 

@@ -9,6 +9,11 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from kcse.objectives.embedding_rows import EmbeddingRows
+from kcse.objectives.embedding_rows import separable_optimizer
+from kcse.objectives.embedding_rows import token_embedding
+from kcse.objectives.embedding_rows import variable_scope
+from kcse.sentence_encoder import text_tokens
 from kcse.sentence_encoder import truncated_texts
 from kcse.sentence_encoder import warn_if_truncated
 from kcse.validation import check_count
@@ -176,6 +181,21 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
         loss = (logs or {}).get("loss")
         if loss is not None and not math.isfinite(float(loss)):
             raise NonFiniteLossError(self.step, float(loss))
+
+
+class _WriteBackEmbeddingRows(keras.callbacks.Callback):
+    """Writes trained embedding rows into the encoder after every step.
+
+    First of a fit's callbacks, so the others see the current weights.
+    """
+
+    def __init__(self, rows):
+        super().__init__()
+        self.rows = rows
+
+    def on_train_batch_end(self, batch, logs=None):
+        _ = self.model  # Under JAX, syncs the training state into the variables.
+        self.rows.write_back()
 
 
 def _is_in_memory(x):
@@ -347,6 +367,18 @@ class EncoderObjective(keras_hub.models.Task):
         pooler only for P2), and a NaN or infinite loss stops training at
         once with `NonFiniteLossError` (step and loss).
 
+        With in-memory text and an optimizer that leaves rows without
+        gradient where they are (`embedding_rows.separable_optimizer`: SGD,
+        Adam, RMSprop... without weight decay or EMA), only the rows of the
+        token embedding that the text's tokens use are trained, as a copy
+        (`embedding_rows`, a variable of this objective, not of the encoder)
+        written back into the encoder after every step: the same result as
+        training the whole table, without its dense gradient and optimizer
+        slots (for multilingual-e5-small, 1.15 GB less under Adam). A later
+        `fit` on text with other tokens extends the copy, carrying the
+        optimizer's state over; a `tf.data.Dataset` after that extends it to
+        the whole table.
+
         Raises:
             ValueError: `epochs` < 1; in-memory `x` has no samples, or
                 columns of different lengths; `batch_size` < 1; or, with
@@ -359,8 +391,9 @@ class EncoderObjective(keras_hub.models.Task):
                 not a str (the message names it, e.g. `x[1][3]`).
         """
         check_count(kwargs.get("epochs", 1), "epochs")
+        used_ids = None
         if _is_in_memory(x):
-            batch_size = self._check_in_memory(x, batch_size)
+            batch_size, used_ids = self._check_in_memory(x, batch_size)
             sharded = distribution.process_count() > 1
             x = training_dataset(
                 x, y, kwargs.pop("sample_weight", None), batch_size, shuffle,
@@ -376,14 +409,121 @@ class EncoderObjective(keras_hub.models.Task):
             distribution.check_global_dataset(x)
         self.encoder.train_used_layers_only()
         callbacks = [StopOnNonFiniteLoss(), *(callbacks or [])]
-        return super().fit(
-            x, y, batch_size=batch_size, shuffle=False, callbacks=callbacks, **kwargs
+        rows = self._trained_embedding_rows(used_ids)
+        if rows is None:
+            return super().fit(
+                x, y, batch_size=batch_size, shuffle=False, callbacks=callbacks,
+                **kwargs,
+            )
+        rows.install()
+        try:
+            return super().fit(
+                x, y, batch_size=batch_size, shuffle=False,
+                callbacks=[_WriteBackEmbeddingRows(rows), *callbacks], **kwargs,
+            )
+        finally:
+            rows.uninstall()
+
+    def train_step(self, *args, **kwargs):
+        rows = self._embedding_rows
+        if rows is None:
+            return super().train_step(*args, **kwargs)
+        with rows.tracing():
+            return super().train_step(*args, **kwargs)
+
+    _embedding_rows = None  # The `EmbeddingRows` the optimizer trains.
+
+    def _trained_embedding_rows(self, used_ids):
+        """The `EmbeddingRows` this fit trains, or None: the whole table.
+
+        `used_ids`: the token ids of in-memory text, None for a stream.
+        Rows the optimizer already trains are kept, extended (to every row
+        for a stream) when the text has other tokens, and re-read from the
+        table, which may have been set since.
+        """
+        embedding = token_embedding(self.encoder.backbone)
+        optimizer = getattr(self, "optimizer", None)
+        if embedding is None or optimizer is None:
+            return None
+        rows = self._embedding_rows
+        if rows is not None and rows.optimizer is optimizer and optimizer.built:
+            if used_ids is None:
+                used_ids = np.arange(embedding.input_dim)
+            if not rows.covers(used_ids):
+                rows = self._extend_embedding_rows(rows, used_ids)
+            rows.read_table()
+            return rows
+        self._drop_embedding_rows()  # Of an optimizer no longer used.
+        table = compat.embedding_table(embedding)
+        if (
+            used_ids is None or optimizer.built or not separable_optimizer(optimizer)
+            or embedding.quantization_mode is not None or embedding.lora_enabled
+            or not any(v is table for v in self.trainable_variables)
+            or not (len(used_ids) and 0 <= used_ids[0] and used_ids[-1] < embedding.input_dim)
+        ):
+            return None
+        return self._new_embedding_rows(embedding, used_ids, optimizer)
+
+    def _new_embedding_rows(self, embedding, ids, optimizer):
+        with variable_scope(self), compat.unlocked_state(self):
+            self.embedding_rows = self.add_weight(
+                shape=(len(ids), embedding.output_dim), initializer="zeros",
+                dtype=compat.embedding_table(embedding).dtype, name="embedding_rows",
+            )
+        self._embedding_rows = EmbeddingRows(
+            embedding, ids, self.embedding_rows, optimizer
         )
+        return self._embedding_rows
+
+    def _drop_embedding_rows(self):
+        if self._embedding_rows is not None:
+            del self.embedding_rows
+            self._embedding_rows = None
+
+    def _extend_embedding_rows(self, rows, used_ids):
+        """Rows for `used_ids` too, with the optimizer's state carried over.
+
+        The optimizer was built with the old rows; a new one of the same
+        configuration is built with the new rows and takes every state
+        variable of the old one, a slot of the old rows into its rows.
+        """
+        old_optimizer, old_ids = rows.optimizer, rows.ids
+        old_slots = [ops.convert_to_numpy(v) for v in old_optimizer.variables]
+        old_shape = tuple(rows.rows.shape)
+        with variable_scope(self):  # A TF optimizer keeps the strategy it is made in.
+            optimizer = type(old_optimizer).from_config(old_optimizer.get_config())
+        self._drop_embedding_rows()
+        rows = self._new_embedding_rows(
+            rows.embedding, np.union1d(old_ids, used_ids), optimizer
+        )
+        rows.install()  # The table frozen: the variables the optimizer had.
+        try:
+            with variable_scope(self):
+                optimizer.build(self.trainable_variables)
+        finally:
+            rows.uninstall()
+        new_shape = tuple(rows.rows.shape)
+        positions = np.searchsorted(rows.ids, old_ids)
+        if len(optimizer.variables) != len(old_slots):
+            raise RuntimeError(f"{type(optimizer).__name__} changed its state layout.")
+        for variable, old in zip(optimizer.variables, old_slots):
+            if old.shape == tuple(variable.shape):
+                variable.assign(old)
+            elif old.shape == old_shape and tuple(variable.shape) == new_shape:
+                value = ops.convert_to_numpy(variable)  # Its initial state.
+                value[positions] = old
+                variable.assign(value)
+            else:
+                raise RuntimeError(f"{type(optimizer).__name__} changed its state layout.")
+        self.optimizer = optimizer
+        self.train_function = None  # Traced with the old rows.
+        return rows
 
     def _check_in_memory(self, x, batch_size):
         """Checks in-memory training data and warns of truncation.
 
-        Returns the batch size (32 when None).
+        Returns the batch size (32 when None) and the distinct token ids of
+        the data (None when they are not known before tokenizing).
         """
         count = _sample_count(x)
         if count == 0:
@@ -397,18 +537,24 @@ class EncoderObjective(keras_hub.models.Task):
                 "(under a tf.distribute strategy, batch_size is the global batch)."
             )
         distribution.check_global_batch_size(batch_size, count)
-        if self.preprocessor is not None and not isinstance(x, dict):
-            columns = dict(enumerate(x)) if isinstance(x, tuple) else {None: x}
-            texts = []
-            for index, column in columns.items():
-                texts += check_texts(column, "x" if index is None else f"x[{index}]")
-            warn_if_truncated(
-                int(truncated_texts(self.preprocessor, texts).sum()),
-                len(texts),
-                getattr(self.preprocessor, "sequence_length", None),
-                "are truncated in training",
-            )
-        return batch_size
+        if isinstance(x, dict):
+            if "token_ids" not in x:
+                return batch_size, None
+            return batch_size, np.unique(np.asarray(x["token_ids"]))
+        if self.preprocessor is None:
+            return batch_size, None
+        columns = dict(enumerate(x)) if isinstance(x, tuple) else {None: x}
+        texts = []
+        for index, column in columns.items():
+            texts += check_texts(column, "x" if index is None else f"x[{index}]")
+        counts, ids = text_tokens(self.preprocessor, texts)
+        warn_if_truncated(
+            int(truncated_texts(self.preprocessor, texts, counts).sum()),
+            len(texts),
+            getattr(self.preprocessor, "sequence_length", None),
+            "are truncated in training",
+        )
+        return batch_size, ids
 
     def compile(self, optimizer="auto", **kwargs):
         """Configures training; `"auto"` is Adam with learning rate 1e-5."""
