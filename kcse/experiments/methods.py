@@ -92,6 +92,9 @@ class Method:
     name = None
     title = None
     protocol_defaults = {}
+    # Whether training recomputes the transformer blocks in the backward
+    # pass (TensorFlow): not a setting, as the numbers are the same.
+    rematerialize = False
 
     def objective(self, encoder, protocol):
         raise NotImplementedError
@@ -108,7 +111,8 @@ class Method:
         `verbose` is `fit`'s (0 silent, "auto" a progress bar).
         """
         x, y = self.training_data(data, protocol, task, seed, prefix)
-        fit(self.objective(encoder, protocol), x, y, protocol, callbacks, verbose)
+        fit(self.objective(encoder, protocol), x, y, protocol, callbacks, verbose,
+            self.rematerialize)
         return len(x[0]) if isinstance(x, tuple) else len(x)
 
     def settings(self):
@@ -116,8 +120,13 @@ class Method:
         return {"method": self.name}
 
 
-def fit(objective, x, y, protocol, callbacks=(), verbose=0):
-    """Compiles `objective` with the protocol's Adam and fits it."""
+def fit(objective, x, y, protocol, callbacks=(), verbose=0, rematerialize=False):
+    """Compiles `objective` with the protocol's Adam and fits it.
+
+    `rematerialize`: recompute the transformer blocks in the backward pass
+    (the same numbers, less memory; see `kcse.objectives.EncoderObjective`).
+    """
+    objective.rematerialize = rematerialize
     objective.compile(optimizer=keras.optimizers.Adam(protocol.learning_rate))
     objective.fit(
         x,
@@ -274,7 +283,8 @@ class ConSERTMethod(Method):
                 protocol, learning_rate=self.nli_learning_rate, epochs=1
             )
             fit(self.objective(encoder, protocol, supervised), x,
-                self.nli.labels, nli_protocol, verbose=verbose)
+                self.nli.labels, nli_protocol, verbose=verbose,
+                rematerialize=self.rematerialize)
             count += len(self.nli)
         if supervised == "unsup" or then == "unsup":
             count += super().train(encoder, data, protocol, task, seed, prefix,
