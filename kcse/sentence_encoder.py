@@ -16,6 +16,8 @@ from keras import ops
 from kcse import atomic_files
 from kcse import distribution
 from kcse.models.google_checkpoint.checkpoint_converter import from_checkpoint
+from kcse.models.embedding_lookup import read_rows_sparsely
+from kcse.models.embedding_lookup import token_embedding
 from kcse.models.layer_taps import hidden_states_model
 from kcse.models.layer_taps import set_hidden_dropout
 from kcse.models.model_sources import load_preset
@@ -137,6 +139,11 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
 
         # === Layers ===
         self.backbone = backbone
+        embedding = token_embedding(backbone)
+        if embedding is not None:
+            # Keras' whole-table read copies a table TensorFlow keeps in
+            # copy-on-read mode (kcse loads and trains it row-wise).
+            read_rows_sparsely(embedding)
         self.preprocessor = preprocessor
         self.hidden_states = hidden_states_model(backbone)
         if self.pooling == "pooler":

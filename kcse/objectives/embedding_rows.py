@@ -25,6 +25,7 @@ import numpy as np
 from keras import ops
 
 from kcse import compat
+from kcse.models.embedding_lookup import gather_rows
 
 # Keras' optimizers whose update of a variable row is zero while its
 # gradient and its slots are zero (their initial state).
@@ -64,17 +65,6 @@ def separable_optimizer(optimizer):
         type(optimizer) in _SEPARABLE_OPTIMIZERS
         or type(optimizer) is keras.optimizers.AdamW
     ) and not optimizer.weight_decay and not optimizer.use_ema
-
-
-def token_embedding(backbone):
-    """The backbone's token-embedding layer, or None when it has none.
-
-    keras-hub's backbones and kcse's NEZHA/RoFormer expose it as
-    `backbone.token_embedding` (a `keras.layers.Embedding`, keras-hub's
-    `ReversibleEmbedding` being one).
-    """
-    layer = getattr(backbone, "token_embedding", None)
-    return layer if isinstance(layer, keras.layers.Embedding) else None
 
 
 def variable_scope(model):
@@ -139,7 +129,8 @@ class EmbeddingRows:
     def install(self):
         """Freezes the table and routes lookups made in `tracing()` to the rows."""
         embedding = self.embedding
-        original = type(embedding).call.__get__(embedding)
+        self._installed_call = embedding.__dict__.get("call")
+        original = embedding.call
 
         def call(inputs, *args, **kwargs):
             if getattr(_tracing, "rows", None) is not self or args or kwargs:
@@ -152,6 +143,8 @@ class EmbeddingRows:
     def uninstall(self):
         """Undoes `install()`: the table trains as a whole again."""
         self.embedding.__dict__.pop("call", None)
+        if self._installed_call is not None:
+            object.__setattr__(self.embedding, "call", self._installed_call)
         self.table.trainable = True
 
     @contextlib.contextmanager
@@ -168,7 +161,7 @@ class EmbeddingRows:
         """Vectors of `token_ids`: from the rows, or from the frozen table."""
         token_ids = ops.cast(token_ids, "int32")
         row = ops.take(ops.convert_to_tensor(self.row_of_id), token_ids, axis=0)
-        trained = ops.take(self.rows, ops.maximum(row, 0), axis=0)
-        frozen = ops.take(self.table, token_ids, axis=0)
+        trained = gather_rows(self.rows, ops.maximum(row, 0))
+        frozen = gather_rows(self.table, token_ids)
         vectors = ops.where(ops.expand_dims(row >= 0, -1), trained, frozen)
         return ops.cast(vectors, self.embedding.compute_dtype)

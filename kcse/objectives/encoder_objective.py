@@ -11,9 +11,9 @@ import tensorflow as tf
 from keras import ops
 
 from kcse.models.block_recomputation import recomputed_blocks
+from kcse.models.embedding_lookup import token_embedding
 from kcse.objectives.embedding_rows import EmbeddingRows
 from kcse.objectives.embedding_rows import separable_optimizer
-from kcse.objectives.embedding_rows import token_embedding
 from kcse.objectives.embedding_rows import variable_scope
 from kcse.sentence_encoder import text_tokens
 from kcse.sentence_encoder import truncated_texts

@@ -1,0 +1,83 @@
+"""Token-embedding lookups that read only the rows they use (TensorFlow).
+
+Keras 3's `Embedding` looks tokens up with `ops.take(table, ids)`, which on
+TensorFlow reads the whole table as a tensor, then gathers. TensorFlow
+keeps a variable that was ever written or read row-wise (a scatter, a
+slice assignment, a row-wise optimizer update: kcse's chunked weight
+loading and embedding-row training do all three) in "copy-on-read" mode,
+where every whole read copies it: for multilingual-e5-small's 250,037 ×
+384 table, 0.38 GB and ~40 ms per lookup (2 CPU cores). `read_rows_sparsely`
+makes a layer gather the rows from the variable itself (TensorFlow's
+`ResourceGather`, as Keras 2's `Embedding` did): nothing else is read.
+Other backends have no such mode and keep Keras' lookup.
+"""
+
+import keras
+from keras import ops
+
+from kcse import compat
+
+
+def token_embedding(backbone):
+    """The backbone's token-embedding layer, or None when it has none.
+
+    keras-hub's backbones and kcse's NEZHA/RoFormer expose it as
+    `backbone.token_embedding` (a `keras.layers.Embedding`, keras-hub's
+    `ReversibleEmbedding` being one).
+    """
+    layer = getattr(backbone, "token_embedding", None)
+    return layer if isinstance(layer, keras.layers.Embedding) else None
+
+
+def gather_rows(table, ids):
+    """Rows `ids` (an int tensor of any shape) of the variable `table`.
+
+    On TensorFlow a row-wise read of the variable; elsewhere `ops.take`.
+    """
+    if keras.backend.backend() != "tensorflow":
+        return ops.take(table, ids, axis=0)
+    import tensorflow as tf
+
+    return tf.gather(table.value, ops.cast(ids, "int32"))
+
+
+def read_rows_sparsely(embedding):
+    """Makes `embedding` (a `keras.layers.Embedding`) look tokens up by rows.
+
+    On TensorFlow, for a table neither quantized nor with LoRA, the layer's
+    forward lookup gathers rows from its variable (`gather_rows`); the
+    vectors are the same. Other calls (keras-hub's `reverse=True`
+    projection) and other backends are unchanged. Returns whether the
+    lookup was changed.
+
+    Example:
+    ```python
+    import keras
+    import numpy as np
+    from kcse.models.embedding_lookup import read_rows_sparsely
+
+    embedding = keras.layers.Embedding(10, 4)
+    ids = np.array([[1, 2, 9]])
+    before = keras.ops.convert_to_numpy(embedding(ids))
+    assert read_rows_sparsely(embedding)  # True with TensorFlow
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(embedding(ids)), before)
+    ```
+    """
+    if (
+        keras.backend.backend() != "tensorflow"
+        or embedding.quantization_mode is not None
+        or embedding.lora_enabled
+    ):
+        return False
+    if not embedding.built:
+        embedding.build(None)
+    table = compat.embedding_table(embedding)
+    lookup = type(embedding).call.__get__(embedding)
+
+    def call(inputs, *args, **kwargs):
+        if args or kwargs:
+            return lookup(inputs, *args, **kwargs)
+        return ops.cast(gather_rows(table, inputs), embedding.compute_dtype)
+
+    object.__setattr__(embedding, "call", call)
+    return True

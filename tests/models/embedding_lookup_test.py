@@ -1,0 +1,86 @@
+"""Row-wise token-embedding lookups: Keras' vectors, without a whole-table read.
+
+The reference is Keras' own `Embedding` / keras-hub's `ReversibleEmbedding`
+lookup on the same weights.
+"""
+
+import re
+import textwrap
+
+import keras
+import keras_hub
+import numpy as np
+import tensorflow as tf
+
+import kcse
+from conftest import tiny_bert
+from conftest import tiny_preprocessor
+from kcse import compat
+from kcse.models.embedding_lookup import read_rows_sparsely
+
+
+def layers():
+    keras.utils.set_random_seed(0)
+    plain = keras.layers.Embedding(12, 4)
+    reversible = keras_hub.layers.ReversibleEmbedding(12, 4)
+    for layer in (plain, reversible):
+        layer.build((None, 3))
+    return plain, reversible
+
+
+def graph_ops(function, *args):
+    graph = tf.function(function).get_concrete_function(*args).graph
+    return {op.type for op in graph.get_operations()}
+
+
+def test_vectors_and_gradients_equal_keras_lookup():
+    ids = np.array([[1, 2, 11], [0, 0, 5]])
+    for layer, reference in zip(layers(), layers()):
+        assert read_rows_sparsely(layer)
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(layer(ids)),
+                                      keras.ops.convert_to_numpy(reference(ids)))
+        gradients = []
+        for each in (layer, reference):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(each(ids) ** 2)
+            gradients.append(tf.convert_to_tensor(
+                tape.gradient(loss, compat.embedding_table(each).value)))
+        np.testing.assert_allclose(gradients[0], gradients[1], atol=1e-7)
+
+
+def test_the_lookup_gathers_from_the_variable_without_reading_it_whole():
+    ids = tf.TensorSpec((2, 3), tf.int32)
+    layer, reference = layers()[1], layers()[1]
+    read_rows_sparsely(layer)
+    assert "ReadVariableOp" in graph_ops(reference, ids)  # Keras reads it whole,
+    ops = graph_ops(layer, ids)
+    assert "ResourceGather" in ops and "ReadVariableOp" not in ops
+
+
+def test_the_reverse_projection_is_unchanged():
+    layer, reference = layers()[1], layers()[1]
+    read_rows_sparsely(layer)
+    hidden = np.random.default_rng(0).normal(size=(2, 4)).astype("float32")
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(layer(hidden, reverse=True)),
+        keras.ops.convert_to_numpy(reference(hidden, reverse=True)), atol=1e-6)
+
+
+def test_encoders_look_up_rows_after_row_wise_writes():
+    encoder = kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor(), pooling="last_avg")
+    embedding = encoder.backbone.token_embedding
+    table = compat.embedding_table(embedding)
+    # A row-wise write (as kcse's loaders and embedding-row training do).
+    table.value.scatter_update(tf.IndexedSlices(tf.ones((1, 8)), tf.constant([7])))
+    ids = np.array([[2, 7, 3]])
+    expected = np.take(keras.ops.convert_to_numpy(table), ids, axis=0)
+    assert np.all(expected[0, 1] == 1)
+    lookup = tf.function(lambda ids: embedding(ids))
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(lookup(ids)), expected)
+    assert "ReadVariableOp" not in graph_ops(lambda ids: embedding(ids),
+                                             tf.TensorSpec((1, 3), tf.int32))
+
+
+def test_docstring_example_runs():
+    code = re.search(r"```python\n(.*?)```", read_rows_sparsely.__doc__, re.S).group(1)
+    exec(textwrap.dedent(code), {})
