@@ -20,6 +20,7 @@ from kcse.experiments.methods import SimCSEMethod
 from kcse.experiments.methods import seed_run
 from kcse.experiments.published import published_cell
 from kcse.experiments.provenance import run_provenance
+from kcse.experiments.weight_snapshot import WeightSnapshot
 from kcse.experiments import results
 from kcse.layers.whitening import Whitening
 from kcse.models.model_sources import ModelSpec
@@ -298,12 +299,14 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
     for (spec, task), group in itertools.groupby(todo, lambda c: (c[1], c[3])):
         group = list(group)
         if spec not in loaded:
+            close_snapshots(loaded)
             loaded.clear()  # One model in memory at a time.
             with scope():
                 backbone, preprocessor = load_model(
                     spec, protocol.sequence_length(task)
                 )
-            loaded[spec] = (backbone, preprocessor, backbone.get_weights())
+                # Its initial weights on disk, not a second copy in memory.
+                loaded[spec] = (backbone, preprocessor, WeightSnapshot(backbone.weights))
         backbone, preprocessor, initial = loaded[spec]
         runnable = []
         for key, _, pooling, _, data_digest in group:
@@ -315,7 +318,7 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
                 runnable.append((key, pooling, data_digest))
         if not runnable:
             continue
-        backbone.set_weights(initial)
+        initial.restore()
         preprocessor.sequence_length = protocol.sequence_length(task)
         with scope():
             encoders = {
@@ -330,7 +333,7 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
                 record = run_cell(
                     spec, encoders[pooling], pooling, task, data[task],
                     raw_vectors[pooling], protocol, range(seed, seed + seeds),
-                    method, lambda: backbone.set_weights(initial),
+                    method, initial.restore,
                     plot_path=None if plot_dir is None else
                     pathlib.Path(plot_dir) / plot_name(key),
                 )
@@ -347,7 +350,14 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
             spread = "" if std == "-" else f" ± {std} over {runs} seeds"
             log(f"[{done}/{total}] {key}: a {a} / b {b} / c {c}{spread} (test)"
                 f"  cell {record['seconds']:.0f}s, elapsed {elapsed:.0f}s, ETA {eta:.0f}s")
+    close_snapshots(loaded)
     return [key for key in cells if key in store.cells]
+
+
+def close_snapshots(loaded):
+    """Deletes the weight snapshots of `loaded` `(backbone, preprocessor, snapshot)`s."""
+    for _, _, snapshot in loaded.values():
+        snapshot.close()
 
 
 def plot_name(key):
