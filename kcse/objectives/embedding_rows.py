@@ -110,7 +110,7 @@ class EmbeddingRows:
 
     def read_table(self):
         """Sets the rows from the table (it may have changed since the last fit)."""
-        self.rows.assign(ops.take(self.table, self.ids, axis=0))
+        self.rows.assign(gather_rows(self.table, self.ids))
 
     def write_back(self):
         """Writes the rows into the table, in place on TensorFlow."""
