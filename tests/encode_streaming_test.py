@@ -56,6 +56,23 @@ def test_encode_in_chunks_equals_predict_in_input_order(monkeypatch):
     expected = encoder.predict(TEXTS, batch_size=8, verbose=0)  # Full length.
     monkeypatch.setattr(sentence_encoder, "ENCODE_CHUNK_SIZE", 7)
     np.testing.assert_allclose(encoder.encode(TEXTS, batch_size=3), expected, atol=1e-6)
+    monkeypatch.setattr(sentence_encoder, "PREPROCESS_CHUNK_SIZE", 3)  # Parts of chunks.
+    np.testing.assert_allclose(encoder.encode(TEXTS, batch_size=3), expected, atol=1e-6)
+
+
+@pytest.mark.parametrize("coarse,width", [(False, 56), (True, 64)])
+def test_packed_features_are_the_preprocessors_in_parts_trimmed(monkeypatch, coarse, width):
+    preprocessor = long_encoder().preprocessor
+    whole = {key: keras.ops.convert_to_numpy(value)
+             for key, value in preprocessor(TEXTS).items()}
+    monkeypatch.setattr(sentence_encoder, "PREPROCESS_CHUNK_SIZE", 4)
+    features, full_length = sentence_encoder.packed_features(
+        preprocessor, np.array(TEXTS, object), coarse)
+    assert full_length == 64
+    assert sorted(features) == sorted(whole)
+    for key, value in whole.items():  # The longest text has 52 tokens.
+        np.testing.assert_array_equal(features[key], value[:, :width])
+    assert not whole["padding_mask"][:, width:].any()
 
 
 def test_predict_in_chunks_reads_the_texts_lazily(monkeypatch):
