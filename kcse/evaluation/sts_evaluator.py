@@ -11,6 +11,7 @@ from kcse.evaluation.sts import UndefinedCorrelationError
 from kcse.evaluation.sts import evaluate_sts
 from kcse.validation import TruncationWarning
 from kcse.validation import check_count
+from kcse.weight_snapshot import WeightSnapshot
 
 
 class STSEvaluator(keras.callbacks.Callback):
@@ -42,6 +43,9 @@ class STSEvaluator(keras.callbacks.Callback):
         batch_size: int. Encoding batch size.
         restore_best_weights: bool. At the end of training, put back the
             encoder weights that scored best (the initial ones included).
+            They are kept on disk, in `best_weights` (a
+            `kcse.weight_snapshot.WeightSnapshot` in a temporary folder),
+            not in memory: a copy of e5-small's weights is 0.47 GB.
         name: str. Prefix of the logged metric.
 
     Example:
@@ -126,7 +130,7 @@ class STSEvaluator(keras.callbacks.Callback):
 
     def on_train_end(self, logs=None):
         if self.restore_best_weights and self.best_weights is not None:
-            self.encoder.set_weights(self.best_weights)
+            self.best_weights.restore()
 
     def _evaluate(self):
         # Reading `self.model` syncs the JAX training state into the
@@ -149,4 +153,7 @@ class STSEvaluator(keras.callbacks.Callback):
             self.best_spearman = spearman
             self.best_step = self._step
             if self.restore_best_weights:
-                self.best_weights = self.encoder.get_weights()
+                if self.best_weights is None:
+                    self.best_weights = WeightSnapshot(self.encoder.weights)
+                else:
+                    self.best_weights.take()

@@ -20,7 +20,7 @@ from kcse.experiments.methods import SimCSEMethod
 from kcse.experiments.methods import seed_run
 from kcse.experiments.published import published_cell
 from kcse.experiments.provenance import run_provenance
-from kcse.experiments.weight_snapshot import WeightSnapshot
+from kcse.weight_snapshot import WeightSnapshot
 from kcse.experiments import results
 from kcse.layers.whitening import Whitening
 from kcse.models.model_sources import ModelSpec

@@ -127,7 +127,7 @@ def test_an_evaluator_restoring_its_best_weights_keeps_them():
         encoder, TINY_PAIRS, every_n_steps=1, restore_best_weights=True)
     objective.fit(TINY_SENTENCES, batch_size=4, epochs=2, verbose=0,
                   callbacks=[evaluator])
-    for a, b in zip(encoder.get_weights(), evaluator.best_weights):
+    for a, b in zip(encoder.get_weights(), evaluator.best_weights.arrays()):
         np.testing.assert_array_equal(a, b)
 
 

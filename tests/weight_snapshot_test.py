@@ -4,8 +4,8 @@ import keras
 import numpy as np
 
 from conftest import tiny_bert
-from kcse.experiments import weight_snapshot
-from kcse.experiments.weight_snapshot import WeightSnapshot
+from kcse import weight_snapshot
+from kcse.weight_snapshot import WeightSnapshot
 
 
 def test_restore_puts_back_every_weight_in_row_blocks(monkeypatch):
@@ -36,4 +36,19 @@ def test_restore_under_mirrored_strategy(two_cpu_strategy):
         backbone.set_weights([w * 0 for w in initial])
         snapshot.restore()
     for a, b in zip(backbone.get_weights(), initial):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_take_replaces_the_kept_values():
+    backbone = tiny_bert()
+    first = backbone.get_weights()
+    with WeightSnapshot(backbone.weights) as snapshot:
+        backbone.set_weights([w + 1 for w in first])
+        second = backbone.get_weights()
+        snapshot.take()
+        for kept, value in zip(snapshot.arrays(), second):
+            np.testing.assert_array_equal(kept, value)
+        backbone.set_weights(first)
+        snapshot.restore()
+    for a, b in zip(backbone.get_weights(), second):
         np.testing.assert_array_equal(a, b)

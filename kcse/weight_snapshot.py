@@ -27,17 +27,18 @@ class WeightSnapshot:
     """The values of `variables` now, in a temporary folder, for `restore()`.
 
     The comparison grid trains every cell from the model's initial
-    weights; held in memory (`get_weights()`) they would cost their whole
-    size for the whole run (e5-small: 0.47 GB). Here each variable is
-    written to a `.npy` file in row blocks and read back the same way, so
-    neither side holds more than a block beyond the variables. `close()`
-    (or the end of a `with` block) deletes the folder.
+    weights, and `STSEvaluator` puts back the best ones it saw; held in
+    memory (`get_weights()`) they would cost their whole size (e5-small:
+    0.47 GB). Here each variable is written to a `.npy` file in row blocks
+    and read back the same way, so neither side holds more than a block
+    beyond the variables. `take()` replaces the kept values by the current
+    ones; `close()` (or the end of a `with` block) deletes the folder.
 
     Example:
     ```python
     import keras
     import numpy as np
-    from kcse.experiments.weight_snapshot import WeightSnapshot
+    from kcse.weight_snapshot import WeightSnapshot
 
     layer = keras.layers.Dense(3)
     layer.build((None, 2))
@@ -52,9 +53,15 @@ class WeightSnapshot:
     def __init__(self, variables):
         self.variables = list(variables)
         self._folder = tempfile.TemporaryDirectory(prefix="kcse-weights-")
-        self.paths = []
-        for index, variable in enumerate(self.variables):
-            path = pathlib.Path(self._folder.name, f"{index}.npy")
+        self.paths = [
+            pathlib.Path(self._folder.name, f"{index}.npy")
+            for index in range(len(self.variables))
+        ]
+        self.take()
+
+    def take(self):
+        """Keeps the variables' current values (in place of the previous ones)."""
+        for variable, path in zip(self.variables, self.paths):
             with open(path, "wb") as file:
                 np.lib.format.write_array_header_1_0(file, {
                     "descr": np.lib.format.dtype_to_descr(np.dtype(variable.dtype)),
@@ -63,7 +70,6 @@ class WeightSnapshot:
                 })
                 for block in _row_blocks(variable):
                     file.write(np.ascontiguousarray(block).tobytes())
-            self.paths.append(path)
 
     def restore(self):
         """Sets every variable back to its value when the snapshot was taken."""
@@ -77,6 +83,10 @@ class WeightSnapshot:
                 for start in range(0, value.shape[0], ROWS_PER_BLOCK)
             ))
             del value
+
+    def arrays(self):
+        """The kept values, as read-only memory-mapped numpy arrays."""
+        return [np.load(path, mmap_mode="r") for path in self.paths]
 
     def close(self):
         """Deletes the snapshot's files."""
