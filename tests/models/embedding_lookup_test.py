@@ -84,3 +84,48 @@ def test_encoders_look_up_rows_after_row_wise_writes():
 def test_docstring_example_runs():
     code = re.search(r"```python\n(.*?)```", read_rows_sparsely.__doc__, re.S).group(1)
     exec(textwrap.dedent(code), {})
+
+
+def int4_layers(block_size=4):
+    """Two equal keras-hub `ReversibleEmbedding`s quantized by Keras to 4 bits in blocks."""
+    from keras.quantizers import Int4QuantizationConfig
+
+    pair = []
+    for _ in range(2):
+        keras.utils.set_random_seed(0)
+        layer = keras_hub.layers.ReversibleEmbedding(12, 8)
+        layer.build((None, 3))
+        layer.quantize("int4", type_check=False,  # keras-hub subclasses Keras.
+                       config=Int4QuantizationConfig(block_size=block_size))
+        pair.append(layer)
+    return pair
+
+
+def test_int4_blocks_equal_keras_lookup_without_unpacking_the_table():
+    """Reference: Keras' own int4 lookup, which unpacks the whole table."""
+    layer, reference = int4_layers()
+    assert layer.quantization_mode == "int4" and read_rows_sparsely(layer)
+    ids = np.array([[1, 2, 11], [0, 0, 5]])
+    expected = keras.ops.convert_to_numpy(reference(ids))
+    assert np.abs(expected).max() > 0
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(layer(ids)), expected)
+    spec = tf.TensorSpec((2, 3), tf.int32)
+
+    def whole_reads(function):
+        graph = tf.function(function).get_concrete_function(spec).graph
+        return {tuple(op.outputs[0].shape) for op in graph.get_operations()
+                if op.type == "ReadVariableOp"}
+
+    assert (12, 4) in whole_reads(reference)  # Keras reads the packed table whole;
+    assert whole_reads(layer) == {(8,)}  # here only the column -> block map.
+    hidden = np.random.default_rng(0).normal(size=(2, 8)).astype("float32")
+    np.testing.assert_array_equal(  # The reverse projection is Keras'.
+        keras.ops.convert_to_numpy(layer(hidden, reverse=True)),
+        keras.ops.convert_to_numpy(reference(hidden, reverse=True)))
+
+
+def test_other_quantizations_keep_keras_lookup():
+    layer = keras.layers.Embedding(12, 8)
+    layer.build((None, 3))
+    layer.quantize("int8")
+    assert not read_rows_sparsely(layer)

