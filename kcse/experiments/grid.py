@@ -2,6 +2,7 @@
 
 import contextlib
 import dataclasses
+import gc
 import itertools
 import pathlib
 import time
@@ -173,6 +174,10 @@ def run_cell(spec, encoder, pooling, task, data, raw_vectors, protocol, seeds,
             error = f"seed {seed}: {failure}"
             break
         seconds = time.time() - began
+        # The objective, its optimizer state and traced training steps sit
+        # in reference cycles: free them now, not at some later collection
+        # while the next run trains beside them.
+        gc.collect()
         trained_vectors = encode_splits(
             encoder, encoder.preprocessor, data, spec.prefix, encode_batch_size,
             protocol.trained_splits,
