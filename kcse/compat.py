@@ -20,6 +20,7 @@ sorted(compat.transformer_block_parts(block))
 """
 
 __all__ = [
+    "CUSTOM_GRADIENT_PREFIX",
     "SENTENCEPIECE_TENSORFLOW_HOOKS",
     "SENTENCEPIECE_VOCABULARY_ATTRIBUTES",
     "TRANSFORMER_BLOCK_PARTS",
@@ -37,6 +38,7 @@ __all__ = [
     "preset_file",
     "preset_loader",
     "replace_self_attention",
+    "released_custom_gradients",
     "restore_outer_shape",
     "set_feedforward_activation",
     "set_untracked_attribute",
@@ -174,6 +176,42 @@ def embedding_table(embedding):
     variable itself.
     """
     return embedding._embeddings
+
+
+# The name TensorFlow gives the gradient of each `tf.custom_gradient` traced
+# into a graph (tensorflow/python/ops/custom_gradient.py).
+CUSTOM_GRADIENT_PREFIX = "CustomGradient-"
+
+
+@contextlib.contextmanager
+def released_custom_gradients():
+    """Context after which the graph gradients traced inside it are released.
+
+    Traced into a graph, every `tf.custom_gradient` call (kcse's GELU,
+    `tf.recompute_grad`) registers its gradient function in TensorFlow's
+    global gradient registry under a new name, and nothing ever removes it.
+    That function refers to its graph's tensors, so a traced train step
+    outlives its model: its graph, and every variable the graph captured
+    (an optimizer's slots, 0.2 GB per `fit` of multilingual-e5-small), stay
+    in memory for the rest of the process. A train step's gradient is taken
+    while it is traced, so once `fit` returns these entries are not needed;
+    this context removes the ones added inside it. Not for a block in which
+    a graph traced inside is differentiated after the block ends. No effect
+    on other backends.
+    """
+    if keras.backend.backend() != "tensorflow":
+        yield
+        return
+    from tensorflow.python.framework import ops
+
+    registry = ops._gradient_registry._registry
+    before = set(registry)
+    try:
+        yield
+    finally:
+        for name in set(registry) - before:
+            if name.startswith(CUSTOM_GRADIENT_PREFIX):
+                registry.pop(name, None)
 
 
 @contextlib.contextmanager

@@ -276,3 +276,28 @@ def test_no_other_module_uses_keras_private_attributes():
         if PRIVATE_USE.search(line)
     ]
     assert not offenders, "\n".join(offenders)
+
+
+def test_released_custom_gradients_removes_only_the_entries_traced_inside():
+    import tensorflow as tf
+    from tensorflow.python.framework import ops
+
+    @tf.custom_gradient
+    def double(x):
+        return 2 * x, lambda upstream: 2 * upstream
+
+    @tf.function
+    def gradient(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = double(x)
+        return tape.gradient(y, x)
+
+    registry = ops._gradient_registry._registry
+    before = set(registry)
+    with compat.released_custom_gradients():
+        assert float(gradient(tf.constant(1.0))) == 2.0  # traced: one entry added
+        added = set(registry) - before
+        assert added and all(n.startswith(compat.CUSTOM_GRADIENT_PREFIX) for n in added)
+    assert set(registry) == before
+    assert float(gradient(tf.constant(3.0))) == 2.0  # the traced graph still runs

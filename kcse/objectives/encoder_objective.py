@@ -428,6 +428,8 @@ class EncoderObjective(keras_hub.models.Task):
         callbacks = [StopOnNonFiniteLoss(), *(callbacks or [])]
         rows = self._trained_embedding_rows(used_ids)
         with contextlib.ExitStack() as context:
+            # The traced train step is freed with the objective.
+            context.enter_context(compat.released_custom_gradients())
             if self.rematerialize:
                 context.enter_context(recomputed_blocks(self.encoder.backbone))
             if rows is not None:
