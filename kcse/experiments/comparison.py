@@ -5,7 +5,6 @@ TensorFlow); this module builds the method and protocol from them and runs
 the grid.
 """
 
-import contextlib
 import time
 
 import keras
@@ -127,15 +126,6 @@ def run_comparison(args, method=None, log=print):
     except (OSError, ValueError) as error:  # ResultsFileError included.
         raise ComparisonError(" ".join(str(error).split())) from None
 
-    import tensorflow as tf
-
-    if not tf.config.list_physical_devices("GPU"):
-        # On CPUs one inter-op thread encodes faster (measured on 2 cores:
-        # 70 vs 56 sentences/s for e5-small): a step's ops depend on each
-        # other, and idle inter-op threads only compete with the math.
-        # TensorFlow refuses once it is running (main() called in-process).
-        with contextlib.suppress(RuntimeError):
-            tf.config.threading.set_inter_op_parallelism_threads(1)
     keras.utils.set_random_seed(args.seed)
     strategy = grid.choose_strategy()
     sentences = protocol.max_sentences
