@@ -11,6 +11,13 @@ median, min and max of each, the ratio of the medians, the run-to-run spread
 sets of embeddings as a sanity check (both run the config's exact GELU, so
 only float32 rounding, ~1e-6, is expected).
 
+It also prints the work itself: the floating-point operations of the
+transformer on the sentences' real tokens (no padding: dense layers
+2·(4d² + 2d·f) and attention 4·L·d per token and layer), the rate each
+library reaches on that work, and this machine's float32 matrix-multiply
+rate at the model's largest dense shape (numpy, the same threads), so a
+speed ratio can be read against what the processor can do at all.
+
 Run from the repository root (needs `pip install -e .[bench]`):
 
     python benchmarks/encode.py [--sentences 2000] [--batch-size 64] [--runs 5]
@@ -21,6 +28,7 @@ import os
 import statistics
 import sys
 import time
+from pathlib import Path
 
 # transformers 4.x would otherwise import its TF models, which need Keras 2.
 os.environ.setdefault("USE_TF", "0")
@@ -56,6 +64,33 @@ def throughput(encode, sentences):
     start = time.perf_counter()
     encode(sentences)
     return len(sentences) / (time.perf_counter() - start)
+
+
+def useful_flops(folder, sentences, max_length):
+    """Transformer FLOPs of `sentences`' real tokens (first return) and (d, f)."""
+    import json
+
+    from transformers import AutoTokenizer
+
+    config = json.loads((Path(folder) / "config.json").read_text())
+    d, f = config["hidden_size"], config["intermediate_size"]
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    lengths = np.array([
+        min(len(ids), max_length) for ids in tokenizer(list(sentences))["input_ids"]
+    ], "float64")
+    per_layer = 2 * lengths * (4 * d * d + 2 * d * f) + 4 * lengths**2 * d
+    return config["num_hidden_layers"] * per_layer.sum(), (d, f)
+
+
+def matmul_rate(rows, d, f, repeats=20):
+    """float32 GFLOP/s of a (rows, d) x (d, f) product, numpy's threads."""
+    a = np.random.default_rng(0).standard_normal((rows, d), dtype="float32")
+    b = np.random.default_rng(1).standard_normal((d, f), dtype="float32")
+    a @ b
+    start = time.perf_counter()
+    for _ in range(repeats):
+        a @ b
+    return 2 * rows * d * f * repeats / (time.perf_counter() - start) / 1e9
 
 
 def main():
@@ -112,6 +147,16 @@ def main():
     for name, label in (("kcse", "kcse"), ("st", "sentence-transformers")):
         spread = max(speeds[name]) / min(speeds[name]) - 1
         print(f"run-to-run spread of {label} (max/min - 1): {100 * spread:.1f}%")
+
+    flops, (d, f) = useful_flops(folder, sentences, args.max_length)
+    print(f"\nwork: {flops / 1e9:.0f} GFLOP on the real tokens (no padding)")
+    for name, label in (("kcse", "kcse"), ("st", "sentence-transformers")):
+        rate = flops * statistics.median(speeds[name]) / len(sentences) / 1e9
+        print(f"  {label}: {rate:.0f} GFLOP/s of that work (median run)")
+    needed = 1.5 * flops * st_median / len(sentences) / 1e9
+    print(f"  1.5 x sentence-transformers needs {needed:.0f} GFLOP/s; float32 matmul "
+          f"({args.batch_size * 16} x {d} x {f}, numpy) runs at "
+          f"{matmul_rate(args.batch_size * 16, d, f):.0f} GFLOP/s here")
 
     difference = np.abs(embeddings["kcse"] - embeddings["st"]).max(axis=1)
     worst = int(difference.argmax())
