@@ -1,5 +1,6 @@
 """SentenceEncoder: backbone + preprocessor + pooling (+ whitening)."""
 
+import contextlib
 import importlib
 import itertools
 import math
@@ -14,6 +15,7 @@ import tensorflow as tf
 from keras import ops
 
 from kcse import atomic_files
+from kcse import compat
 from kcse import distribution
 from kcse.models.google_checkpoint.checkpoint_converter import from_checkpoint
 from kcse.models.embedding_lookup import read_rows_sparsely
@@ -596,6 +598,7 @@ def predict_function(model):
 
     def predict(batch):
         signature = tuple((key, value.dtype.name) for key, value in sorted(batch.items()))
+        tracing = contextlib.nullcontext()
         if signature not in functions:
             functions[signature] = tf.function(
                 lambda inputs: reference()(inputs, training=False),
@@ -604,7 +607,10 @@ def predict_function(model):
                 ],
                 jit_compile=bool(model.jit_compile),
             )
-        outputs = functions[signature](batch)
+            # The graph, and the weights it captured, go with the model.
+            tracing = compat.released_custom_gradients()
+        with tracing:
+            outputs = functions[signature](batch)
         return keras.tree.map_structure(lambda tensor: tensor.numpy(), outputs)
 
     return predict

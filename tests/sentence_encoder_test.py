@@ -397,3 +397,17 @@ def test_hugging_face_folder_tokenizes_like_hugging_face(shared_data):
     mismatches = [(t, a, b) for t, a, b in zip(texts, ours, theirs) if a != b]
     assert not mismatches, mismatches[:3]
     assert ours[0] == ours[1]  # résumé == resume
+
+
+def test_encoding_graphs_go_with_the_encoder():
+    """An encoder's compiled predict graph, with the weights it captured, goes with it.
+
+    Before `compat.released_custom_gradients` wrapped its tracing, the
+    gradient TensorFlow registers for kcse's GELU kept the graph, and so a
+    model's weights, alive after the grid moved on to the next model.
+    """
+    from traced_graphs import graphs_left
+
+    traced, left = graphs_left("encode")
+    assert traced >= 1
+    assert left == 0

@@ -129,36 +129,9 @@ def test_a_non_finite_loss_stops_fit_with_its_step():
 
 
 
-# Run in a fresh process: pytest itself keeps objects of a test alive.
-TRAIN_AND_COUNT_GRAPHS = """
-import gc, sys
-import keras
-import kcse
-from conftest import TINY_SENTENCES, tiny_bert, tiny_preprocessor
-from kcse import compat
-from kcse.models.bert_backbone import ACTIVATIONS
 
-backbone = tiny_bert(dropout=0.1)
-for block in backbone.transformer_layers:  # kcse's GELU: a custom gradient.
-    compat.set_feedforward_activation(block, ACTIVATIONS["gelu"])
-encoder = kcse.SentenceEncoder(backbone, tiny_preprocessor(), pooling="cls")
-simcse = kcse.SimCSE(encoder, rematerialize=sys.argv[1] == "True")
-simcse.compile(optimizer=keras.optimizers.Adam(1e-3))
-
-def step_graphs():
-    gc.collect()
-    return sum(type(o).__name__ == "FuncGraph" and o.name == "one_step_on_data"
-               for o in gc.get_objects())
-
-simcse.fit(TINY_SENTENCES, batch_size=len(TINY_SENTENCES), epochs=1, verbose=0)
-traced = step_graphs()
-del simcse
-print(traced, step_graphs())
-"""
-
-
-@pytest.mark.parametrize("rematerialize", [False, True])
-def test_a_finished_fit_frees_its_traced_train_step(rematerialize):
+@pytest.mark.parametrize("action", ["fit", "fit_recomputed"])
+def test_a_finished_fit_frees_its_traced_train_step(action):
     """The train step's graph, and the optimizer slots it captured, go with the objective.
 
     The leak is TensorFlow's: a `tf.custom_gradient` traced into a graph
@@ -167,17 +140,8 @@ def test_a_finished_fit_frees_its_traced_train_step(rematerialize):
     removes it. Before that fix each fit of multilingual-e5-small left
     0.2 GB behind.
     """
-    import os
-    import subprocess
-    import sys
+    from traced_graphs import graphs_left
 
-    tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    finished = subprocess.run(
-        [sys.executable, "-c", TRAIN_AND_COUNT_GRAPHS, str(rematerialize)],
-        cwd=tests, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "PYTHONPATH": tests},
-    )
-    assert finished.returncode == 0, finished.stderr[-2000:]
-    traced, left = map(int, finished.stdout.split()[-2:])
+    traced, left = graphs_left(action)
     assert traced >= 1  # fit traced its step into a graph
     assert left == 0
