@@ -128,8 +128,6 @@ def test_a_non_finite_loss_stops_fit_with_its_step():
     assert np.all(np.isfinite(seen[: step - 1])) and len(seen) <= step
 
 
-
-
 @pytest.mark.parametrize("action", ["fit", "fit_recomputed"])
 def test_a_finished_fit_frees_its_traced_train_step(action):
     """The train step's graph, and the optimizer slots it captured, go with the objective.
