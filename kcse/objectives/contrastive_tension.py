@@ -182,8 +182,6 @@ class ContrastiveTension(EncoderObjective):
     ```
     """
 
-    _fit_token_ids = None  # The token ids of the sentences `fit` trains on.
-
     def __init__(self, encoder, negatives=7, dropout=False, **kwargs):
         super().__init__(encoder, **kwargs)
         if isinstance(negatives, bool) or not isinstance(negatives, (int, np.integer)):
@@ -303,24 +301,16 @@ class ContrastiveTension(EncoderObjective):
         sentences = check_texts(x, "x")
         dataset = self.pair_dataset(sentences, batch_size, steps_per_epoch)
         # Truncation warning, multi-process checks and the used token ids.
-        _, self._fit_token_ids = self._check_in_memory(sentences, batch_size)
+        _, used_ids = self._check_in_memory(sentences, batch_size)
         self.twin_encoder.train_used_layers_only()
         with contextlib.ExitStack() as context:
-            context.callback(setattr, self, "_fit_token_ids", None)
             if self.rematerialize:
                 context.enter_context(recomputed_blocks(self.twin_encoder.backbone))
             if not self.dropout:
                 context.enter_context(
                     _without_dropout(self.encoder.backbone, self.twin_encoder.backbone)
                 )
-            return super().fit(dataset, callbacks=callbacks, **kwargs)
-
-    def _trained_embedding_rows(self, used_ids):
-        # `fit` hands the base a dataset of its own making; the rows it
-        # uses are those of the sentences it draws from.
-        if used_ids is None:
-            used_ids = self._fit_token_ids
-        return super()._trained_embedding_rows(used_ids)
+            return self._fit_batches(dataset, None, None, used_ids, callbacks, **kwargs)
 
     def get_config(self):
         config = super().get_config()

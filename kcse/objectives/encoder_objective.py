@@ -424,6 +424,15 @@ class EncoderObjective(keras_hub.models.Task):
             y = batch_size = None
         elif isinstance(x, tf.data.Dataset):
             distribution.check_global_dataset(x)
+        return self._fit_batches(x, y, batch_size, used_ids, callbacks, **kwargs)
+
+    def _fit_batches(self, x, y, batch_size, used_ids, callbacks, **kwargs):
+        """`keras.Model.fit` on batches `fit` has checked and made.
+
+        `used_ids`: the token ids of the text `x` is drawn from (sorted and
+        distinct), so that only their embedding rows train; None when not
+        known (a stream), which trains the whole table.
+        """
         self.encoder.train_used_layers_only()
         callbacks = [StopOnNonFiniteLoss(), *(callbacks or [])]
         rows = self._trained_embedding_rows(used_ids)
