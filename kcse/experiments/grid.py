@@ -138,15 +138,23 @@ def positive_threshold(scores):
     return 0.5 if set(np.unique(scores)) <= {0.0, 1.0} else 4.0
 
 
-def diagnose(encoder, data, split):
+def diagnose(encoder, data, split, prefix):
     """`kcse.evaluation.anisotropy_report` of `encoder` on `data[split]`,
-    with token frequencies counted on the sentences of all the task's splits."""
+    with token frequencies counted on the sentences of all the task's splits.
+
+    Every sentence gets the model's `prefix`, as the cell encodes it (e5's
+    `"query: "`), so the removal curve at k = 0 is the cell's P3 score and
+    the prefix's tokens are counted among the frequent ones.
+    """
     from kcse.evaluation.anisotropy import anisotropy_report
 
-    corpus = [s for pairs in data.values() if pairs is not None for s in pairs.sentences()]
+    corpus = [prefix + s for pairs in data.values() if pairs is not None
+              for s in pairs.sentences()]
     pairs = data[split]
+    prefixed = ([prefix + s for s in pairs.sentences1],
+                [prefix + s for s in pairs.sentences2], pairs.scores)
     return anisotropy_report(
-        encoder, pairs, corpus_sentences=corpus,
+        encoder, prefixed, corpus_sentences=corpus,
         threshold=positive_threshold(pairs.scores),
     )
 
@@ -235,7 +243,7 @@ def run_cell(spec, encoder, pooling, task, data, raw_vectors, protocol, seeds,
     reports = None
     if diagnostics:
         restore_weights()
-        reports = {"raw": diagnose(encoder, data, "test"), "trained": None}
+        reports = {"raw": diagnose(encoder, data, "test", spec.prefix), "trained": None}
     for seed in () if untrained else seeds:
         restore_weights()
         set_hidden_dropout(encoder.backbone, protocol.hidden_dropout)
@@ -267,7 +275,7 @@ def run_cell(spec, encoder, pooling, task, data, raw_vectors, protocol, seeds,
         })
 
     if reports is not None and runs and not error:
-        reports["trained"] = diagnose(encoder, data, "test")
+        reports["trained"] = diagnose(encoder, data, "test", spec.prefix)
     record = {
         "model": spec.name,
         "model_source": spec.record(),

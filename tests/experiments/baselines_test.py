@@ -48,6 +48,31 @@ def test_flow_and_diagnostics_are_stored_beside_whitening(tiny_setup, capsys):
     assert len(list((tmp_path / "out" / "plots").glob("*_diagnostics.png"))) == 1
 
 
+def test_diagnostics_read_the_sentences_with_the_model_prefix():
+    """A cell encodes `prefix + sentence` (e5's "query: "); its diagnostics
+    read the same text, so the removal curve at k = 0 is the cell's P3 score
+    (`kcse.evaluation.evaluate_sts` of the prefixed pairs) and the prefix's
+    tokens are counted."""
+    from conftest import TINY_PAIRS
+    from conftest import tiny_bert
+    from conftest import tiny_preprocessor
+    from kcse.experiments.grid import diagnose
+
+    encoder = kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor(), pooling="last_avg")
+    pairs = kcse.data.SentencePairs(TINY_PAIRS[0], TINY_PAIRS[1], np.array(TINY_PAIRS[2]))
+    data = {"train": pairs, "valid": None, "test": pairs}
+    prefixed = (["query: " + s for s in pairs.sentences1],
+                ["query: " + s for s in pairs.sentences2], pairs.scores)
+    report = diagnose(encoder, data, "test", "query: ")
+    bare = diagnose(encoder, data, "test", "")
+    expected = kcse.evaluation.evaluate_sts(encoder, prefixed)["spearman"]
+    assert report["top_k_removal"][0]["spearman"] == pytest.approx(expected, abs=1e-5)
+    assert bare["top_k_removal"][0]["spearman"] != pytest.approx(expected, abs=1e-3)
+    # "query" and ":" are two tokens (both [UNK] here) in each of the 20 sentences.
+    assert (report["frequency_corpus"]["tokens"]
+            == bare["frequency_corpus"]["tokens"] + 2 * 20)
+
+
 def test_contrastive_tension_recipe_trains_column_c(tiny_setup):
     tmp_path, model = tiny_setup
     recipe("contrastive_tension").main(grid_arguments(
