@@ -26,6 +26,7 @@ from kcse.models.model_sources import load_preset
 from kcse.export import export_saved_model
 from kcse.layers.sentence_pooling import SentencePooling
 from kcse.layers.sentence_pooling import resolve_pooling
+from kcse.layers.wk_pooling import check_layers
 # Public here; defined in kcse.validation, which imports nothing heavy.
 from kcse.validation import TruncationWarning
 from kcse.validation import check_count
@@ -79,7 +80,8 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
             training; Su used 0.3. None keeps the backbone's.
 
     Raises `ValueError` for an unknown pooling, P2 on a backbone without
-    pretrained pooler weights, or a preprocessor whose `sequence_length`
+    pretrained pooler weights, WK pooling on a backbone of fewer than 6
+    blocks (`kcse.layers.wk_pooling.check_layers`), or a preprocessor whose `sequence_length`
     exceeds the backbone's position embeddings (`max_sequence_length`).
 
     Example:
@@ -169,6 +171,8 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
                 )
             self.sentence_pooling = None
         else:
+            if self.pooling == "wk":  # Too few blocks: the numbers, now.
+                check_layers(len(self.hidden_states.output["hidden_states"]))
             self.sentence_pooling = SentencePooling(self.pooling)
         self.whitening = whitening
         if whitening is not None and not whitening.built:

@@ -23,7 +23,11 @@ from kcse.experiments.published import published_cell
 from kcse.experiments.provenance import run_provenance
 from kcse.weight_snapshot import WeightSnapshot
 from kcse.experiments import results
+from kcse.layers.sentence_pooling import resolve_pooling
 from kcse.layers.whitening import Whitening
+from kcse.layers.wk_pooling import CONTEXT_WINDOW
+from kcse.layers.wk_pooling import LAYER_START
+from kcse.layers.wk_pooling import check_layers
 from kcse.models.model_sources import ModelSpec
 from kcse.models.model_sources import load_model
 from kcse.models.model_sources import resolve_model
@@ -38,6 +42,27 @@ def has_pooler(backbone):
     except ValueError:
         return False
     return bool(np.any(keras.ops.convert_to_numpy(kernel)))
+
+
+def skipped_pooling(backbone, pooling):
+    """Why the grid leaves out `pooling` on `backbone` (its cell is not run,
+    as the "-" of Su's table), or None when the pooling can run.
+
+    P2 needs a pretrained pooler; WK pooling, with the authors' defaults, a
+    backbone of at least 6 transformer blocks (`wk_pooling.check_layers`).
+    """
+    mode = resolve_pooling(pooling)
+    if mode == "pooler" and not has_pooler(backbone):
+        return f"no pretrained pooler, {pooling} skipped ('-' in Su's table)"
+    if mode == "wk":
+        blocks = len(backbone.transformer_layers)
+        try:
+            check_layers(blocks + 1)
+        except ValueError:
+            return (f"{blocks} transformer blocks, too few for WK pooling "
+                    f"(layer_start {LAYER_START}, context window {CONTEXT_WINDOW}: "
+                    f"{LAYER_START + CONTEXT_WINDOW} or more), {pooling} skipped")
+    return None
 
 
 def encode_splits(model, preprocessor, data, prefix, batch_size, splits=SPLITS):
@@ -353,8 +378,9 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
     loaded once (inside `strategy.scope()` when a strategy is given) and
     reset to their initial weights before each training; the raw vectors
     of all poolings of a model and task come from one encoding pass. Cells
-    whose pooling the model cannot do (P2 without a pretrained pooler) are
-    skipped, as the "-" of Su's table. `method` trains column c
+    whose pooling the model cannot do (`skipped_pooling`: P2 without a
+    pretrained pooler, WK with fewer than 6 blocks) are skipped, as the "-"
+    of Su's table. `method` trains column c
     (`kcse.experiments.methods`; default: unsupervised SimCSE) `seeds`
     times, with seeds `seed, seed + 1, ...`. `diagnostics` adds the
     anisotropy diagnostics of the raw and trained encoder to each cell.
@@ -424,8 +450,9 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
         backbone, preprocessor, initial = loaded[spec]
         runnable = []
         for key, _, pooling, _, data_digest in group:
-            if pooling == "P2" and not has_pooler(backbone):
-                log(f"{key}: no pretrained pooler, P2 skipped ('-' in Su's table)")
+            reason = skipped_pooling(backbone, pooling)
+            if reason:
+                log(f"{key}: {reason}")
                 total -= 1
                 del cells[key]
             else:

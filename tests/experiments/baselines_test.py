@@ -73,6 +73,36 @@ def test_diagnostics_read_the_sentences_with_the_model_prefix():
             == bare["frequency_corpus"]["tokens"] + 2 * 20)
 
 
+def test_wk_is_skipped_on_a_backbone_too_shallow_for_it(tiny_setup, capsys):
+    """The tiny checkpoint has 2 blocks; WK pooling with the authors'
+    defaults needs 6: its cell is left out with the reason, as P2 without a
+    pooler, and the other poolings run."""
+    tmp_path, model = tiny_setup
+    recipe("chinese_simcse").main(grid_arguments(
+        tmp_path, model, "--poolings", "P3,wk", "--batch-size", "16"))
+    cells = read_strict_json(tmp_path / "out" / "results.json")["cells"]
+    assert [cell["pooling"] for cell in cells.values()] == ["P3"]
+    printed = capsys.readouterr().out
+    assert "2 transformer blocks, too few for WK pooling" in printed
+    assert "6 or more), wk skipped" in printed
+
+
+@pytest.mark.parametrize("blocks", [5, 6])
+def test_skipped_pooling_names_the_pooler_and_wk_by_any_alias(blocks):
+    from conftest import tiny_bert
+    from kcse.experiments.grid import skipped_pooling
+
+    backbone = tiny_bert(num_layers=blocks)
+    assert skipped_pooling(backbone, "P2") is None  # A pooler with weights.
+    assert (skipped_pooling(backbone, "wk") is None) == (blocks == 6)
+    backbone.get_layer("pooled_dense").kernel.assign(
+        np.zeros(backbone.get_layer("pooled_dense").kernel.shape))
+    for name in ("P2", "pooler"):
+        assert skipped_pooling(backbone, name) == (
+            f"no pretrained pooler, {name} skipped ('-' in Su's table)")
+    assert skipped_pooling(backbone, "P3") is None
+
+
 def test_contrastive_tension_recipe_trains_column_c(tiny_setup):
     tmp_path, model = tiny_setup
     recipe("contrastive_tension").main(grid_arguments(

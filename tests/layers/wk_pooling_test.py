@@ -269,10 +269,10 @@ def test_sentence_encoder_saves_reloads_and_trains(tmp_path):
     assert blocks
 
 
-def test_a_backbone_too_shallow_for_the_default_raises():
-    encoder = wk_encoder(num_layers=2)
-    with pytest.raises(ValueError, match="3 hidden states"):
-        encoder.encode(["the cat sat"])
+def test_a_backbone_too_shallow_for_the_default_raises_when_the_encoder_is_made():
+    with pytest.raises(ValueError, match="got 6 hidden states"):
+        wk_encoder(num_layers=5)
+    assert wk_encoder(num_layers=6).pooling == "wk"
 
 
 OTHER_BACKEND = """
