@@ -184,6 +184,13 @@ def diagnose(encoder, data, split, prefix):
     )
 
 
+# The revision of the diagnostics a cell holds: its "diagnostics" setting,
+# so part of its identity. Bumped whenever a change in kcse's code changes
+# their numbers, so that older diagnostics are never reused.
+#   True: the first (no model prefix on the sentences).
+#   2: the sentences carry the model's prefix, as the cell encodes them.
+DIAGNOSTICS_REVISION = 2
+
 FLOW_ARCHITECTURE = ("n_levels", "depth", "coupling_width", "coupling", "permutation", "seed")
 
 
@@ -405,7 +412,7 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
         dataclasses.asdict(protocol), method.settings(), seed, seeds
     )
     if diagnostics:  # A cell without them does not answer a run that asks.
-        settings["diagnostics"] = True
+        settings["diagnostics"] = DIAGNOSTICS_REVISION
     flow = "flow" in postprocess
     if flow:
         settings["flow"] = flow_settings(seed)

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 import kcse
+from kcse.experiments import grid
 from kcse.experiments import methods
+from kcse.experiments import results
 from kcse.experiments.protocols import PROTOCOLS
 from tiny_grid import SPLIT_PAIRS
 from tiny_grid import cell_of
@@ -46,6 +48,26 @@ def test_flow_and_diagnostics_are_stored_beside_whitening(tiny_setup, capsys):
     assert "/ flow " in printed and "flow" in printed.splitlines()[-4]
     assert "| flow |" in (tmp_path / "out" / "results.md").read_text()
     assert len(list((tmp_path / "out" / "plots").glob("*_diagnostics.png"))) == 1
+
+    # The same cell as the first revision of --diagnostics stored it (the
+    # sentences without the model's prefix) is not reused: it is computed again.
+    key = next(key for key in cells if key.startswith("tiny_bert|P3|STS-B|su|simcse"))
+    older = dict(cell, settings=dict(cell["settings"], diagnostics=True))
+    identity = {"model": {name: cell["model_source"][name]
+                          for name in ("source", "family", "prefix", "digest")},
+                "pooling": "P3", "task": "STS-B", "data": cell["data_digest"],
+                "settings": older["settings"], "numerics": cell["numerics"]}
+    older_key = results.cell_key("tiny_bert", "P3", "STS-B", "su", "simcse", identity)
+    assert older_key != key
+    (tmp_path / "out" / "results.json").write_text(json.dumps(
+        {"schema": results.SCHEMA, "cells": {older_key: older}}))
+    recipe("chinese_simcse").main(grid_arguments(
+        tmp_path, model, "--poolings", "P3", "--batch-size", "16",
+        "--postprocess", "whitening,flow", "--diagnostics"))
+    assert "[1/1] tiny_bert|P3|STS-B|su|simcse" in capsys.readouterr().out
+    rerun = read_strict_json(tmp_path / "out" / "results.json")["cells"]
+    assert set(rerun) == {older_key, key}
+    assert rerun[key]["settings"]["diagnostics"] == grid.DIAGNOSTICS_REVISION == 2
 
 
 def test_diagnostics_read_the_sentences_with_the_model_prefix():
