@@ -190,7 +190,28 @@ class _TextView:
         return hash(self.spec)
 
 
-class WordDeletion(_TextView):
+class _Deletion(_TextView):
+    """What word and span deletion share: a rate, a marker, the count."""
+
+    def __init__(self, rate, marker=None):
+        self.rate = _check_rate(rate, self.name)
+        self.marker = _check_marker(marker, self.name)
+
+    def deleted_count(self, n):
+        """Words deleted of `n`: `min(round_half_up(rate * n), n - 1)`, so
+        never all of them (0 for an empty sentence)."""
+        return min(_count(self.rate, n), n - 1) if n else 0
+
+    def get_config(self):
+        return {"name": self.name, "rate": self.rate, "marker": self.marker}
+
+    @property
+    def spec(self):
+        spec = f"{self.name}:{_format_rate(self.rate)}"
+        return spec if self.marker is None else f"{spec}:{self.marker}"
+
+
+class WordDeletion(_Deletion):
     """Deletes `rate` of a sentence's words, chosen at random (CLEAR's del-word).
 
     Follows the paper's description (§3.2; no authors' code released):
@@ -235,13 +256,9 @@ class WordDeletion(_TextView):
 
     name = "word_deletion"
 
-    def __init__(self, rate, marker=None):
-        self.rate = _check_rate(rate, self.name)
-        self.marker = _check_marker(marker, self.name)
-
     def edit_words(self, words, rng):
         n = len(words)
-        k = min(_count(self.rate, n), n - 1) if n else 0
+        k = self.deleted_count(n)
         if k <= 0:
             return None
         deleted = set(rng.sample(range(n), k))
@@ -253,16 +270,8 @@ class WordDeletion(_TextView):
                 out.append(self.marker)
         return out
 
-    def get_config(self):
-        return {"name": self.name, "rate": self.rate, "marker": self.marker}
 
-    @property
-    def spec(self):
-        spec = f"{self.name}:{_format_rate(self.rate)}"
-        return spec if self.marker is None else f"{spec}:{self.marker}"
-
-
-class SpanDeletion(_TextView):
+class SpanDeletion(_Deletion):
     """Deletes one random span of consecutive words (CLEAR's del-span).
 
     Follows the paper's description (§3.2; no authors' code released):
@@ -296,26 +305,14 @@ class SpanDeletion(_TextView):
 
     name = "span_deletion"
 
-    def __init__(self, rate, marker=None):
-        self.rate = _check_rate(rate, self.name)
-        self.marker = _check_marker(marker, self.name)
-
     def edit_words(self, words, rng):
         n = len(words)
-        k = min(_count(self.rate, n), n - 1) if n else 0
+        k = self.deleted_count(n)
         if k <= 0:
             return None
         start = rng.randrange(n - k + 1)
         middle = [] if self.marker is None else [self.marker]
         return words[:start] + middle + words[start + k:]
-
-    def get_config(self):
-        return {"name": self.name, "rate": self.rate, "marker": self.marker}
-
-    @property
-    def spec(self):
-        spec = f"{self.name}:{_format_rate(self.rate)}"
-        return spec if self.marker is None else f"{spec}:{self.marker}"
 
 
 class Reordering(_TextView):
