@@ -205,19 +205,16 @@ def flow_settings(seed):
         "learning_rate": bert_flow.LEARNING_RATE}
 
 
-def flow_scores(data, raw_vectors, splits, seed):
-    """BERT-flow's scores: a flow trained by maximum likelihood on the raw
-    vectors of `splits` (the backbone is not touched), every split's pairs
-    scored by the cosine of their latent vectors; None without `splits`."""
+def flow_scores(data, raw_vectors, fit_vectors, seed):
+    """BERT-flow's scores: a flow trained by maximum likelihood on
+    `fit_vectors` (the raw vectors b whitens with; the backbone is not
+    touched), every split's pairs scored by the cosine of their latent
+    vectors."""
     from kcse.layers.bert_flow import BertFlow
 
     settings = flow_settings(seed)
-    statistics = [np.concatenate(raw_vectors[split]) for split in splits
-                  if split in raw_vectors]
-    if not statistics:
-        return None
     flow = BertFlow(**{name: settings[name] for name in FLOW_ARCHITECTURE})
-    flow.adapt(np.concatenate(statistics), epochs=settings["epochs"],
+    flow.adapt(fit_vectors, epochs=settings["epochs"],
                batch_size=settings["batch_size"],
                learning_rate=settings["learning_rate"], seed=seed)
     return score_splits(data, raw_vectors,
@@ -255,7 +252,7 @@ def run_cell(spec, encoder, pooling, task, data, raw_vectors, protocol, seeds,
         np.concatenate(raw_vectors[split])
         for split in protocol.whitening_splits if split in raw_vectors
     ]
-    whitened = None
+    whitened = flowed = None
     if statistics:
         whitening.adapt(np.concatenate(statistics))
         whitened = score_splits(
@@ -263,10 +260,8 @@ def run_cell(spec, encoder, pooling, task, data, raw_vectors, protocol, seeds,
             raw_vectors,
             lambda v: keras.ops.convert_to_numpy(whitening(v.astype("float64"))),
         )
-
-    flowed = None
-    if flow:
-        flowed = flow_scores(data, raw_vectors, protocol.whitening_splits, seeds[0])
+        if flow:
+            flowed = flow_scores(data, raw_vectors, np.concatenate(statistics), seeds[0])
 
     runs, error, trained_vectors = [], None, None
     # A task without the data the method trains on (stsb-multi-mt languages
