@@ -3,17 +3,22 @@
 Every recipe (`recipes/chinese_simcse.py`, `consert.py`, `sg_opt.py`,
 `sup_simcse.py`) is `comparison_parser` plus its method's flags
 (`add_method_arguments`), run by `recipe_main`; `kcse train` shares the
-training and method flags. Values are checked as they are parsed (ranges,
-names) and by `check_comparison_arguments` (files, folders, models, flags
-that depend on each other), all before TensorFlow is imported: this module
-imports nothing heavy. A failure is one line, `<recipe>: error: ...`, exit 2.
+training and method flags, and both the speed flags (`--precision`,
+`--compilation-cache`: `add_speed_arguments`, applied by `start_speed`
+once TensorFlow and Keras started, before any model is built). Values are
+checked as they are parsed (ranges, names) and by
+`check_comparison_arguments` (files, folders, models, flags that depend on
+each other), all before TensorFlow is imported: this module imports
+nothing heavy. A failure is one line, `<recipe>: error: ...`, exit 2.
 """
 
 import argparse
+import contextlib
 import pathlib
 import sys
 
 from kcse import arguments
+from kcse.precision import PRECISIONS
 from kcse.data.chinese import BUNDLED_CHINESE_STS
 from kcse.data.chinese import CHINESE_TASKS
 from kcse.data.chinese import chinese_task_path
@@ -216,10 +221,99 @@ def comparison_parser(doc, output, poolings=DEFAULT_POOLINGS, languages=None):
                        "for e5-small)")
     add_verbose_argument(parser)
     add_training_arguments(parser)
+    add_speed_arguments(parser)
     group.add_argument("--trained-splits", type=arguments.choices_list(SPLITS),
                        help="splits column c is scored on (default: "
                        "test; a and b are scored on every split)")
     return parser
+
+
+PRECISION_HELP = (
+    "what the models compute in (their variables and the vectors stay "
+    "float32): bfloat16 on a GPU of the Ampere generation or newer (1.6x a "
+    "BERT-base SimCSE step on an H200); float16 on older GPUs (loss scaling); "
+    "float32 on CPUs, where neither is faster (default: %(default)s). A "
+    "precision other than float32 is part of a result's settings and identity")
+COMPILATION_CACHE_HELP = (
+    "JAX's persistent compilation cache (KERAS_BACKEND=jax): programs XLA "
+    "compiled once, in any run, are read back from DIR instead of compiled "
+    "again (~3 s instead of ~19 s a shape for BERT-base on an H200). auto: "
+    "on, in $KCSE_COMPILATION_CACHE or ~/.cache/kcse/xla, when JAX computes "
+    "on a GPU or TPU, off otherwise; off: never (default: %(default)s). Other "
+    "backends keep no such cache; the run's first line says whether it is used")
+
+
+def compilation_cache(text):
+    """An argparse type: `auto` -> None, `off` -> False, else the cache folder."""
+    if text in ("auto", "off"):
+        return None if text == "auto" else False
+    if not text.strip():
+        raise argparse.ArgumentTypeError("give a folder, auto or off")
+    return pathlib.Path(text).expanduser()
+
+
+def add_speed_arguments(parser):
+    """`--precision` and `--compilation-cache` (`start_speed` applies them)."""
+    group = parser.add_argument_group("speed")
+    group.add_argument("--precision", choices=tuple(PRECISIONS), default="float32",
+                       help=PRECISION_HELP)
+    group.add_argument("--compilation-cache", type=compilation_cache, default="auto",
+                       metavar="DIR|auto|off", help=COMPILATION_CACHE_HELP)
+
+
+def check_speed_arguments(args):
+    """`--compilation-cache DIR` can be made and written (before TensorFlow)."""
+    if getattr(args, "compilation_cache", None):
+        arguments.check_output(args.compilation_cache, "--compilation-cache", folder=True)
+
+
+def start_speed(args):
+    """Applies `--precision` and `--compilation-cache`; returns a line saying so.
+
+    Call it after TensorFlow and Keras started (and after a `--distributed`
+    run joined its cluster: asking JAX for its devices starts its backend)
+    and before any model is built: `--precision` sets Keras' global dtype
+    policy (`kcse.precision.set_precision`), which every model built from
+    then on computes in. `args.compilation_cache` becomes the folder of
+    JAX's persistent compilation cache in use, or None.
+    """
+    import keras
+
+    from kcse import compilation
+    from kcse.precision import set_precision
+
+    set_precision(args.precision)
+    backend = keras.backend.backend()
+    wanted = getattr(args, "compilation_cache", None)
+    folder = None
+    if wanted is False:
+        cache = "off (--compilation-cache off)"
+    elif backend != "jax":
+        cache = f"off (JAX only; the backend is {backend})"
+    elif wanted is None and not compilation.on_accelerator():
+        cache = "off (JAX on a CPU; --compilation-cache DIR turns it on)"
+    else:
+        folder = compilation.use_compilation_cache(wanted or None)
+        cache = f"JAX's, in {folder}"
+    args.compilation_cache = folder
+    return (f"precision {args.precision} (Keras dtype policy "
+            f"{PRECISIONS[args.precision]}); compilation cache {cache}")
+
+
+@contextlib.contextmanager
+def keeping_dtype_policy():
+    """Puts Keras' global dtype policy back as it was when the block ends.
+
+    A recipe's or `kcse train`'s `main` called from Python (as the tests
+    do) leaves the caller's policy as it found it.
+    """
+    import keras
+
+    policy = keras.config.dtype_policy()
+    try:
+        yield
+    finally:
+        keras.config.set_dtype_policy(policy)
 
 
 def add_verbose_argument(parser):
@@ -406,6 +500,7 @@ def check_comparison_arguments(args, method):
     if args.plot and not _importable("matplotlib"):
         raise arguments.UsageError('--plot needs matplotlib: pip install -e ".[plot]"')
     check_method_arguments(method, args)
+    check_speed_arguments(args)
     check_distributed(args)
 
 
@@ -508,8 +603,10 @@ def recipe_main(method_name, doc, output, argv=None, poolings=DEFAULT_POOLINGS,
     except (OSError, ValueError) as error:  # The contents of --nli.
         print(f"{parser.prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
         sys.exit(2)
-    try:
-        return comparison.run_comparison(args, method)
-    except comparison.ComparisonError as error:
-        print(f"{parser.prog}: error: {error}", file=sys.stderr)
-        sys.exit(error.exit_code)
+    with keeping_dtype_policy():
+        print(start_speed(args))  # Before any model is built.
+        try:
+            return comparison.run_comparison(args, method)
+        except comparison.ComparisonError as error:
+            print(f"{parser.prog}: error: {error}", file=sys.stderr)
+            sys.exit(error.exit_code)

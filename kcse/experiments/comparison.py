@@ -140,7 +140,9 @@ def run_comparison(args, method=None, log=print):
     """Runs the grid `args` describe with `method` (default: SimCSE).
 
     The method's `protocol_defaults` (e.g. ConSERT's temperature 0.1) apply
-    before the user's flags. Returns the `ResultStore`; raises
+    before the user's flags. The models compute in Keras' global dtype
+    policy, which `recipe_main` sets from `--precision`
+    (`command_line.start_speed`) before calling this. Returns the `ResultStore`; raises
     `ComparisonError` (one line) for inputs it cannot use, before any model
     is loaded, and `CellsFailed` when cells failed (after the others ran and
     were saved).
@@ -182,6 +184,7 @@ def run_comparison(args, method=None, log=print):
         f"batch {protocol.batch_size}, "
         f"lr {protocol.learning_rate}, dropout {protocol.hidden_dropout}, "
         f"temperature {protocol.temperature}, max length {protocol.max_length}, "
+        f"precision {grid.global_precision()}, "
         f"seeds {args.seed}..{args.seed + args.seeds - 1}, "
         f"data {data_dir}, "
         + (f"MirroredStrategy over {strategy.num_replicas_in_sync} GPUs"

@@ -3,8 +3,9 @@
 A cell is identified by everything that changes its numbers: the model's
 resolved source and the digest of its files, the pooling, the task and a
 digest of its data, the protocol, the method and every setting of both,
-the seed and the number of seeds, and the revision of kcse's own numerics
-(`cell_identity`, `NUMERICS`). A rerun with other settings, or with kcse
+the seed and the number of seeds, the precision the models computed in
+(when not float32: `IMPLIED_SETTINGS`), and the revision of kcse's own
+numerics (`cell_identity`, `NUMERICS`). A rerun with other settings, or with kcse
 code that computes a cell differently, computes new cells beside the old
 ones; it never shows an old number for a new question.
 """
@@ -70,8 +71,23 @@ def settings_id(settings):
     return content_digest(settings)[:8]
 
 
+# Settings a cell leaves out when they have this value: the value every
+# cell had before the setting existed, so that such cells keep their
+# identity (results.json files of older kcse stay valid). A run's settings
+# name "precision" only when its models computed in another precision
+# than float32 (`--precision bfloat16`).
+IMPLIED_SETTINGS = {"precision": "float32"}
+
+
+def shown_settings(settings):
+    """A cell's settings with the implied ones (`IMPLIED_SETTINGS`) written
+    out, first: what results.md and the terminal show."""
+    return IMPLIED_SETTINGS | dict(settings)
+
+
 def setting_differences(old, new):
     """`"name old → new"` for each setting that differs, sorted by name."""
+    old, new = shown_settings(old), shown_settings(new)
     names = sorted(set(old) | set(new))
     return [f"{name} {old.get(name)} → {new.get(name)}"
             for name in names if old.get(name) != new.get(name)]
@@ -110,7 +126,8 @@ class ResultStore:
          "training_samples": int, "whitening_sentences": int,
          "whitening_null_directions": int,  # zeroed by Whitening, not scaled
          "seconds": float,
-         "settings": {...}, "settings_id": str,   # protocol, method, seeds
+         "settings": {...}, "settings_id": str,   # protocol, method, seeds;
+                                            # "precision" unless float32
          "numerics": int,                   # NUMERICS of the code (absent: 1)
          "data_digest": str,
          "provenance": {"kcse", "keras", "keras_hub", "tensorflow",
@@ -302,7 +319,8 @@ def markdown(cells_by_key, title=CHINESE_TITLE):
     lines += ["", "## Settings", ""]
     settings = {cell["settings_id"]: cell["settings"] for cell in cells}
     for identifier, values in settings.items():
-        text = ", ".join(f"{name} {_plain(value)}" for name, value in values.items())
+        text = ", ".join(f"{name} {_plain(value)}"
+                         for name, value in shown_settings(values).items())
         lines.append(f"- **{labels[identifier]}** (`{identifier}`): {text}")
     lines += ["", "## Results", ""]
     lines += _markdown_table(result_rows(cells))

@@ -8,6 +8,7 @@ import json
 import re
 import shutil
 
+import keras
 import numpy as np
 import pytest
 
@@ -96,6 +97,59 @@ def test_a_method_flag_is_part_of_the_identity(first_run, tmp_path, capsys):
     assert "projection_dim 16 → 32" in out
     cells = strict_cells(folder, "sg_opt")
     assert sorted(cell["settings"]["projection_dim"] for cell in cells.values()) == [16, 32]
+
+
+def test_the_precision_is_part_of_the_identity_and_float32_keeps_it(
+    first_run, tmp_path, capsys, monkeypatch
+):
+    folder, model, old_cells = first_run
+    shutil.copytree(folder / "out", tmp_path / "out")
+    (tmp_path / "data").symlink_to(folder / "data")
+    ((old_key, old),) = old_cells.items()
+    assert "precision" not in old["settings"]
+    # --precision float32 asks what a run without the flag asked: the cell
+    # kept, not computed again.
+    capsys.readouterr()
+    run(tmp_path, model, "out", "--precision", "float32")
+    out = capsys.readouterr().out
+    assert "1 cell(s) with these settings already in" in out
+    assert "precision float32 (Keras dtype policy float32)" in out
+    # bfloat16: the models are built under mixed_bfloat16, and it is a new
+    # cell beside the float32 one, whose only other setting is the precision.
+    from kcse.experiments import grid
+
+    policies = []
+
+    def load_model(*args, **kwargs):
+        backbone, preprocessor = real_load_model(*args, **kwargs)
+        policies.append(backbone.dtype_policy.name)
+        return backbone, preprocessor
+
+    real_load_model = grid.load_model
+    monkeypatch.setattr(grid, "load_model", load_model)
+    run(tmp_path, model, "out", "--precision", "bfloat16")
+    out = capsys.readouterr().out
+    assert policies == ["mixed_bfloat16"]
+    assert keras.config.dtype_policy().name == "float32"  # Put back after the run.
+    assert "precision bfloat16 (Keras dtype policy mixed_bfloat16)" in out
+    assert "other settings (precision float32 → bfloat16)" in out
+    cells = strict_cells(tmp_path)
+    assert cells[old_key] == old
+    (new_key,) = set(cells) - {old_key}
+    new = cells[new_key]
+    assert new["status"] == results.DONE and new["trained"]["test"]["spearman"] is not None
+    assert new["settings"] == old["settings"] | {"precision": "bfloat16"}
+    # Without its precision, the new cell's identity is the float32 cell's.
+    model_identity = {name: old["model_source"][name]
+                      for name in ("source", "family", "prefix", "digest")}
+    identity = results.cell_identity(model_identity, "P1", "STS-B", old["data_digest"],
+                                     old["settings"])
+    assert results.cell_key("tiny_bert", "P1", "STS-B", "su", "simcse", identity) == old_key
+    identity["settings"] = new["settings"]
+    assert results.cell_key("tiny_bert", "P1", "STS-B", "su", "simcse", identity) == new_key
+    markdown = (tmp_path / "out" / "results.md").read_text()
+    assert f"- **S1** (`{old['settings_id']}`): precision float32, name su" in markdown
+    assert f"- **S2** (`{new['settings_id']}`): precision bfloat16, name su" in markdown
 
 
 def test_the_numerics_revision_is_part_of_the_identity():
