@@ -11,13 +11,12 @@ import weakref
 import keras
 import keras_hub
 import numpy as np
-import tensorflow as tf
 from keras import ops
 
 from kcse import atomic_files
 from kcse import compat
+from kcse.compilation import compiles_per_shape
 from kcse import distribution
-from kcse.models.google_checkpoint.checkpoint_converter import from_checkpoint
 from kcse.models.embedding_lookup import read_rows_sparsely
 from kcse.models.embedding_lookup import token_embedding
 from kcse.models.layer_taps import hidden_states_model
@@ -125,6 +124,8 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         **kwargs,
     ):
         kwargs.setdefault("compile", False)
+        # The backbone's precision (see `kcse.precision`): objectives follow it.
+        kwargs.setdefault("dtype", backbone.dtype_policy)
         super().__init__(**kwargs)
         self.pooling = resolve_pooling(pooling)
         if pooler_activation not in POOLER_ACTIVATIONS:
@@ -194,8 +195,11 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         """
         if self.pooling == "pooler":
             pooler = self.backbone.get_layer(POOLER_LAYER)
-            vectors = ops.matmul(hidden_states[-1][:, 0, :], pooler.kernel)
-            vectors = vectors + pooler.bias
+            vectors = ops.matmul(
+                ops.cast(hidden_states[-1][:, 0, :], "float32"),
+                ops.cast(pooler.kernel, "float32"),
+            )
+            vectors = vectors + ops.cast(pooler.bias, "float32")
             if self.pooler_activation == "tanh":
                 vectors = ops.tanh(vectors)
         else:
@@ -204,7 +208,9 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
             vectors = self.whitening(vectors)
         if self.normalize:
             vectors = ops.normalize(vectors, axis=-1)
-        return vectors
+        # float32 whatever the policy: pooling and whitening are float32
+        # layers; this covers a whitening given another dtype.
+        return ops.cast(vectors, "float32")
 
     def encode(self, texts, batch_size=64):
         """Encodes strings into a float32 numpy array `(len(texts), dim)`.
@@ -251,6 +257,18 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         return predict_in_length_order(
             self, self.preprocessor, texts, batch_size, warn_truncation=True
         )
+
+    def predict(self, x, batch_size=None, verbose="auto", **kwargs):
+        """Vectors of strings (preprocessed, as keras-hub's `predict`) or of token arrays.
+
+        A dict of token arrays (`{"token_ids", "padding_mask", ...}`, as the
+        preprocessor gives them) is encoded as it is, without the
+        preprocessor: this needs neither TensorFlow nor a tokenizer (JAX).
+        The vectors are float32 whatever the precision.
+        """
+        if isinstance(x, dict) and "token_ids" in x:
+            return keras.Model.predict(self, x, batch_size=batch_size, verbose=verbose, **kwargs)
+        return super().predict(x, batch_size=batch_size, verbose=verbose, **kwargs)
 
     def train_used_layers_only(self):
         """Makes the backbone's pooler trainable if and only if P2 uses it.
@@ -305,8 +323,8 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
 
     def similarity(self, embeddings_a, embeddings_b):
         """Cosine similarity matrix `(len(a), len(b))` of two embedding sets."""
-        a = ops.normalize(ops.convert_to_tensor(embeddings_a), axis=-1)
-        b = ops.normalize(ops.convert_to_tensor(embeddings_b), axis=-1)
+        a = ops.normalize(ops.convert_to_tensor(embeddings_a, "float32"), axis=-1)
+        b = ops.normalize(ops.convert_to_tensor(embeddings_b, "float32"), axis=-1)
         return ops.matmul(a, ops.transpose(b))
 
     @classmethod
@@ -342,6 +360,9 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         families (`"bert"`, `"roberta"`, `"simbert"`, `"wobert"`, `"nezha"`,
         `"roformer"`). Other keyword arguments go to `SentenceEncoder`.
         """
+        # Reading a TF checkpoint needs TensorFlow: imported here only.
+        from kcse.models.google_checkpoint.checkpoint_converter import from_checkpoint
+
         backbone, preprocessor = from_checkpoint(folder, family, sequence_length)
         return cls(backbone=backbone, preprocessor=preprocessor, **kwargs)
 
@@ -524,19 +545,6 @@ def bucket_length(length, full_length, coarse=False):
     return min(bucket, full_length)
 
 
-def compiles_per_shape(model):
-    """Whether `model`'s predict function is compiled anew for each input shape.
-
-    True under JAX (`jax.jit`) and with XLA (`jit_compile` on TensorFlow,
-    `torch.compile`): batches then take a few shapes only (coarse length
-    buckets, the last batch repeated up to the batch size), so that each
-    compiles once. TensorFlow without XLA (its default on CPU) traces one
-    function for all shapes, and PyTorch runs eagerly: finer buckets then
-    cost nothing and pad less.
-    """
-    return bool(model.jit_compile) and not model.run_eagerly
-
-
 def batch_runner(model):
     """A function running `model` on a list of token batches, outputs joined.
 
@@ -566,6 +574,8 @@ def batch_runner(model):
         return run
 
     def run(batches):
+        import tensorflow as tf
+
         dataset = tf.data.Dataset.from_generator(
             lambda: iter(batches),
             output_signature={
@@ -597,6 +607,8 @@ def predict_function(model):
     """
     if keras.backend.backend() != "tensorflow":
         return lambda batch: keras.Model.predict_on_batch(model, batch)
+    import tensorflow as tf
+
     functions = TENSORFLOW_PREDICT_FUNCTIONS.setdefault(model, {})
     reference = weakref.ref(model)
 

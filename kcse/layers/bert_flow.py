@@ -368,6 +368,7 @@ class BertFlow(keras.Model):
         seed=None,
         **kwargs,
     ):
+        kwargs.setdefault("dtype", "float32")  # Whatever the global policy.
         super().__init__(**kwargs)
         for name, value in (("n_levels", n_levels), ("depth", depth),
                             ("coupling_width", coupling_width)):

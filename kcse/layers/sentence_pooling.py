@@ -91,6 +91,7 @@ class SentencePooling(keras.layers.Layer):
     """
 
     def __init__(self, mode="cls", **kwargs):
+        kwargs.setdefault("dtype", "float32")  # Sums in float32 under mixed precision.
         super().__init__(**kwargs)
         self.mode = resolve_pooling(mode)
         if self.mode == "pooler":

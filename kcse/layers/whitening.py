@@ -160,6 +160,7 @@ class Whitening(keras.layers.Layer):
 
     def __init__(self, n_components=None, epsilon=0.0, null_tolerance=None,
                  **kwargs):
+        kwargs.setdefault("dtype", "float32")  # Whatever the global policy.
         super().__init__(**kwargs)
         if n_components is not None and n_components < 1:
             raise ValueError(

@@ -280,6 +280,7 @@ class WKPooling(keras.layers.Layer):
     """
 
     def __init__(self, layer_start=LAYER_START, context_window=CONTEXT_WINDOW, **kwargs):
+        kwargs.setdefault("dtype", "float32")  # QR and norms in float32 under mixed precision.
         super().__init__(**kwargs)
         for name, value, least in (
             ("layer_start", layer_start, 0),
