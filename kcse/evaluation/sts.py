@@ -146,7 +146,10 @@ def evaluate_sts(encoder, pairs_or_path, batch_size=64):
         encoder: anything with `encode(list_of_str, batch_size=...)`, such
             as `kcse.SentenceEncoder`.
         pairs_or_path: a file path (any layout `kcse.data.read_pairs` reads),
-            a `kcse.data.SentencePairs`, or `(sentences1, sentences2, scores)`.
+            a `kcse.data.SentencePairs`, or `(sentences1, sentences2, scores)`;
+            or, tokenised, `(tokens1, tokens2, scores)` with dicts of token
+            arrays (`{"token_ids", "padding_mask", ...}`), encoded by
+            `encoder.predict` (no tokenizer, so no TensorFlow needed).
         batch_size: int >= 1. Sentences per encoding batch.
 
     Returns:
@@ -192,6 +195,8 @@ def evaluate_sts(encoder, pairs_or_path, batch_size=64):
     print(f"{result['spearman']:.2f} on {result['n']} pairs")  # e.g. 80.00 on 4 pairs
     ```
     """
+    if _is_token_pairs(pairs_or_path):
+        return _evaluate_token_pairs(encoder, *pairs_or_path, batch_size)
     pairs = as_sentence_pairs(pairs_or_path)
     check_scorable(pairs)
     batch_size = check_count(batch_size, "batch_size")
@@ -199,7 +204,36 @@ def evaluate_sts(encoder, pairs_or_path, batch_size=64):
     vectors = encoder.encode(
         pairs.sentences1 + pairs.sentences2, batch_size=batch_size
     )
-    predicted = cosine_scores(vectors[:count], vectors[count:])
+    return _scored(pairs.scores, cosine_scores(vectors[:count], vectors[count:]))
+
+
+def _is_token_pairs(pairs):
+    """Whether `pairs` is `(tokens1, tokens2, scores)` with dicts of token arrays."""
+    return (
+        isinstance(pairs, (tuple, list)) and len(pairs) == 3
+        and all(isinstance(side, dict) and "token_ids" in side for side in pairs[:2])
+    )
+
+
+def _evaluate_token_pairs(encoder, tokens1, tokens2, scores, batch_size):
+    """`evaluate_sts` of pairs already tokenised, through `encoder.predict`."""
+    batch_size = check_count(batch_size, "batch_size")
+    gold = np.asarray([_score(score, index) for index, score in enumerate(scores)], "float64")
+    lengths = len(tokens1["token_ids"]), len(tokens2["token_ids"]), len(gold)
+    if len(set(lengths)) > 1:
+        raise ValueError(
+            "tokens1, tokens2 and scores differ in length: "
+            f"{lengths[0]}, {lengths[1]}, {lengths[2]}."
+        )
+    check_scorable(SentencePairs([""] * len(gold), [""] * len(gold), gold))
+    vectors1, vectors2 = (
+        encoder.predict(tokens, batch_size=batch_size, verbose=0) for tokens in (tokens1, tokens2)
+    )
+    return _scored(gold, cosine_scores(vectors1, vectors2))
+
+
+def _scored(gold, predicted):
+    """`sts_correlations` of cosines `predicted`, unless they are undefined."""
     if not np.all(np.isfinite(predicted)):
         raise UndefinedCorrelationError(
             "The encoder gave non-finite vectors (NaN or infinite cosines)."
@@ -210,4 +244,4 @@ def evaluate_sts(encoder, pairs_or_path, batch_size=64):
             "encoder gives every pair the same similarity, so Spearman's "
             "correlation is undefined."
         )
-    return sts_correlations(pairs.scores, predicted)
+    return sts_correlations(gold, predicted)

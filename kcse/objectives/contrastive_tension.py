@@ -6,13 +6,13 @@ import random
 
 import keras
 import numpy as np
-import tensorflow as tf
 from keras import ops
 
 from kcse import compat
 from kcse.losses.contrastive_tension_loss import ContrastiveTensionLoss
 from kcse.models.block_recomputation import recomputed_blocks
 from kcse.objectives.encoder_objective import EncoderObjective
+from kcse.objectives.encoder_objective import is_tf_dataset
 from kcse.sentence_encoder import SentenceEncoder
 from kcse.validation import check_count
 from kcse.validation import check_texts
@@ -264,6 +264,8 @@ class ContrastiveTension(EncoderObjective):
         def epoch():
             yield contrastive_tension_pairs(count, groups, negatives, rng)
 
+        import tensorflow as tf
+
         texts = tf.constant(sentences)
         spec = tf.TensorSpec((rows,), tf.int64)
         dataset = tf.data.Dataset.from_generator(
@@ -291,7 +293,7 @@ class ContrastiveTension(EncoderObjective):
                 "ContrastiveTension trains on unlabelled sentences; it makes "
                 "its own pair labels. Pass y=None."
             )
-        if isinstance(x, (tf.data.Dataset, tuple, dict)):
+        if isinstance(x, (tuple, dict)) or is_tf_dataset(x):
             raise TypeError(
                 "ContrastiveTension.fit takes an in-memory list of sentences "
                 f"(strings); got {type(x).__name__}."

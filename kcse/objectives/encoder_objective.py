@@ -3,18 +3,23 @@
 import contextlib
 import math
 import random
+import sys
+import threading
 
 import keras
 import keras_hub
 import numpy as np
-import tensorflow as tf
 from keras import ops
 
+from kcse.compilation import compiles_per_shape
+from kcse.compilation import on_accelerator
 from kcse.models.block_recomputation import recomputed_blocks
 from kcse.models.embedding_lookup import token_embedding
 from kcse.objectives.embedding_rows import EmbeddingRows
 from kcse.objectives.embedding_rows import separable_optimizer
 from kcse.objectives.embedding_rows import variable_scope
+from kcse.objectives.token_batches import TokenBatches
+from kcse.objectives.token_batches import token_arrays
 from kcse.sentence_encoder import text_tokens
 from kcse.sentence_encoder import truncated_texts
 from kcse.sentence_encoder import warn_if_truncated
@@ -38,6 +43,8 @@ def training_dataset(
     a last, partial batch is left out (a multi-process run needs full global
     batches to give every process its block of each).
     """
+    import tensorflow as tf
+
     samples = x
     if y is not None or sample_weight is not None or isinstance(x, tuple):
         samples = keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
@@ -60,6 +67,8 @@ def reshuffled(dataset):
     only: not on TensorFlow's global seed or on how many random ops the
     process made before, as `Dataset.shuffle`'s would.
     """
+    import tensorflow as tf
+
     count = int(dataset.cardinality())
     columns = dataset.batch(max(count, 1)).get_single_element()
     generator = np.random.default_rng(random.randrange(2**63))
@@ -75,20 +84,31 @@ def reshuffled(dataset):
     ).apply(tf.data.experimental.assert_cardinality(count))
 
 
-def trim_padding(features, multiple=8):
+def trim_padding(features, lengths=None):
     """Cuts a padded token batch to its longest sequence, rounded up.
 
     Sequences are padded to the preprocessor's full length; a batch of short
     sentences then spends most of its compute on padding, which never counts
-    in kcse's poolings. The length is rounded up to `multiple` so compiled
-    train steps are reused. Boolean masks become int32 (under tf.distribute
-    Keras reduces a sample batch with MEAN, which has no bool kernel).
+    in kcse's poolings. The length is rounded up to a multiple of 8, or with
+    `lengths` (for steps compiled per shape) to the smallest of them that
+    holds the longest sequence (the full length beyond them), so compiled
+    train steps are reused: `kcse.compilation.padded_length` in TensorFlow
+    ops. Boolean masks become int32 (under tf.distribute Keras reduces a
+    sample batch with MEAN, which has no bool kernel).
     """
+    import tensorflow as tf
+
     mask = tf.cast(features["padding_mask"], "int32")
+    full_length = tf.shape(mask)[-1]
     longest = tf.reduce_max(tf.reduce_sum(mask, axis=-1))
-    length = tf.minimum(
-        (longest + multiple - 1) // multiple * multiple, tf.shape(mask)[-1]
-    )
+    if lengths is None:
+        length = tf.minimum((longest + 7) // 8 * 8, full_length)
+    else:
+        allowed = tf.constant(sorted(lengths), "int32")
+        fitting = tf.boolean_mask(
+            allowed, (allowed >= longest) & (allowed <= full_length)
+        )
+        length = tf.reduce_min(tf.concat([fitting, [full_length]], axis=0))
     return {
         key: tf.cast(value, "int32")[..., :length]
         if value.dtype == tf.bool
@@ -99,6 +119,8 @@ def trim_padding(features, multiple=8):
 
 def _static_batch_size(samples):
     """The static leading size shared by the tensors of `samples`, or None."""
+    import tensorflow as tf
+
     sizes = {
         value.shape[0] for value in tf.nest.flatten(samples)
         if isinstance(value, tf.Tensor) and value.shape.rank
@@ -110,6 +132,8 @@ def _with_batch_size(samples, rows):
     """`samples` with their leading dimension set to `rows` (when known)."""
     if rows is None:
         return samples
+    import tensorflow as tf
+
     return tf.nest.map_structure(
         lambda value: tf.ensure_shape(value, [rows, *value.shape[1:]])
         if isinstance(value, tf.Tensor) and value.shape.rank else value,
@@ -173,16 +197,48 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
     except kcse.objectives.NonFiniteLossError as error:
         print(error.step, error.loss)  # nothing of this run should be kept
     ```
+
+    Args:
+        async_safe: bool. Let Keras run the check in a thread beside the
+            training loop (JAX; `EncoderObjective.fit` sets it on
+            accelerators): reading each step's loss then never stalls the
+            device. The first non-finite step still stops training, a step
+            or a few later (`stop_training`), and the error, raised when the
+            epoch ends, names that first step and its loss.
     """
 
+    def __init__(self, async_safe=False):
+        super().__init__()
+        self.async_safe = async_safe
+        self._lock = threading.Lock()
+
     def on_train_begin(self, logs=None):
-        self.step = 0
+        self.steps_before_epoch = 0
+        self.steps_in_epoch = 0
+        self.first_non_finite = None
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.steps_before_epoch += self.steps_in_epoch
+        self.steps_in_epoch = 0
 
     def on_train_batch_end(self, batch, logs=None):
-        self.step += 1
+        # `batch` (not a count) numbers the step: with `async_safe` the
+        # calls may run out of order.
+        step = self.steps_before_epoch + batch + 1
         loss = (logs or {}).get("loss")
-        if loss is not None and not math.isfinite(float(loss)):
-            raise NonFiniteLossError(self.step, float(loss))
+        with self._lock:
+            self.steps_in_epoch = max(self.steps_in_epoch, batch + 1)
+            if loss is None or math.isfinite(float(loss)):
+                return
+            if self.first_non_finite is None or step < self.first_non_finite[0]:
+                self.first_non_finite = (step, float(loss))
+        if not self.async_safe:
+            raise NonFiniteLossError(step, float(loss))
+        self._model.stop_training = True  # `.model` would sync JAX's state.
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.first_non_finite is not None:  # Only found asynchronously.
+            raise NonFiniteLossError(*self.first_non_finite)
 
 
 class _WriteBackEmbeddingRows(keras.callbacks.Callback):
@@ -198,6 +254,23 @@ class _WriteBackEmbeddingRows(keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         _ = self.model  # Under JAX, syncs the training state into the variables.
         self.rows.write_back()
+
+
+def is_tf_dataset(x):
+    """Whether `x` is a `tf.data.Dataset` (without importing TensorFlow)."""
+    tf = sys.modules.get("tensorflow")
+    return tf is not None and isinstance(x, tf.data.Dataset)
+
+
+def require_tensorflow(what):
+    """Raises ImportError naming `what` when TensorFlow cannot be imported."""
+    try:
+        import tensorflow  # noqa: F401
+    except ImportError as error:
+        raise ImportError(
+            f"{what} kcse needs TensorFlow (tf.data): pip install tensorflow "
+            "tensorflow-text. Without it, train in one process on in-memory data."
+        ) from error
 
 
 def _is_in_memory(x):
@@ -242,6 +315,14 @@ class EncoderObjective(keras_hub.models.Task):
             4.5 GB and took 61 s instead of 46 s, load included (2 CPU
             cores). The `kcse` command and the recipes
             turn it on with TensorFlow (`--no-rematerialize` turns it off).
+        padded_lengths: tuple of ints, or None. Where train steps are
+            compiled per input shape (JAX; TensorFlow with
+            `jit_compile=True`; see `kcse.compilation`), the lengths token
+            batches are padded to: each batch takes the smallest that holds
+            its longest sentence, the preprocessor's full length beyond
+            them. None (default) pads every batch to the full length: one
+            compiled shape, plus one for a last, partial batch. Elsewhere
+            batches are cut to their longest sentence rounded up to 8.
 
     Example:
 
@@ -290,8 +371,11 @@ class EncoderObjective(keras_hub.models.Task):
     # that a batch needs at least two samples.
     in_batch_negatives = False
 
-    def __init__(self, encoder, rematerialize=False, **kwargs):
+    def __init__(self, encoder, rematerialize=False, padded_lengths=None, **kwargs):
         kwargs.setdefault("compile", False)
+        # The encoder's precision: under "mixed_float16" Keras' compile then
+        # wraps the optimizer in a LossScaleOptimizer.
+        kwargs.setdefault("dtype", encoder.dtype_policy)
         super().__init__(**kwargs)
         self.encoder = encoder
         self.preprocessor = encoder.preprocessor
@@ -301,6 +385,12 @@ class EncoderObjective(keras_hub.models.Task):
                 f"{keras.backend.backend()}."
             )
         self.rematerialize = bool(rematerialize)
+        if padded_lengths is not None:
+            padded_lengths = tuple(
+                check_count(length, f"padded_lengths[{index}]")
+                for index, length in enumerate(padded_lengths)
+            )
+        self.padded_lengths = padded_lengths
 
     def preprocess_samples(self, x, y=None, sample_weight=None):
         """Tokenises a batch and trims its padding (runs inside tf.data).
@@ -308,7 +398,10 @@ class EncoderObjective(keras_hub.models.Task):
         A batch of a known size keeps it (the tokeniser loses it): Keras
         needs it to give each process of a multi-process run its block.
         """
+        import tensorflow as tf
+
         rows = _static_batch_size(x)
+        lengths = self._batch_lengths()
         if isinstance(x, tuple) and self.preprocessor is not None:
             columns = [self.preprocessor(column) for column in x]
             x = {
@@ -316,15 +409,21 @@ class EncoderObjective(keras_hub.models.Task):
                 for key in columns[0]
             }
             samples = keras.utils.pack_x_y_sample_weight(
-                trim_padding(x), y, sample_weight
+                trim_padding(x, lengths), y, sample_weight
             )
         else:
             samples = super().preprocess_samples(x, y, sample_weight)
             x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(samples)
             if isinstance(x, dict) and "padding_mask" in x:
-                x = trim_padding(x)
+                x = trim_padding(x, lengths)
             samples = keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
         return _with_batch_size(samples, rows)
+
+    def _batch_lengths(self):
+        """The lengths training batches are padded to (`trim_padding`'s `lengths`)."""
+        if not compiles_per_shape(self):
+            return None  # Multiples of 8.
+        return self.padded_lengths or ()  # () : the full length only.
 
     def encode_columns(self, inputs, training=None, columns=None, kind=""):
         """Vectors `(batch, k, dim)` of token arrays `(batch, k, length)`.
@@ -412,6 +511,15 @@ class EncoderObjective(keras_hub.models.Task):
         if _is_in_memory(x):
             batch_size, used_ids = self._check_in_memory(x, batch_size)
             sharded = distribution.process_count() > 1
+            if keras.backend.backend() != "tensorflow" and not sharded:
+                x = TokenBatches(
+                    token_arrays(self.preprocessor, x), y,
+                    kwargs.pop("sample_weight", None), batch_size, shuffle,
+                    drop_single_last=self.in_batch_negatives,
+                    lengths=self._batch_lengths(),
+                )
+                return self._fit_batches(x, None, None, used_ids, callbacks, **kwargs)
+            require_tensorflow("Training in several processes")
             x = training_dataset(
                 x, y, kwargs.pop("sample_weight", None), batch_size, shuffle,
                 drop_single_last=self.in_batch_negatives, drop_remainder=sharded,
@@ -422,7 +530,7 @@ class EncoderObjective(keras_hub.models.Task):
                 kwargs["steps_per_epoch"] = int(x.cardinality())
                 x = x.repeat()
             y = batch_size = None
-        elif isinstance(x, tf.data.Dataset):
+        elif is_tf_dataset(x):
             distribution.check_global_dataset(x)
         return self._fit_batches(x, y, batch_size, used_ids, callbacks, **kwargs)
 
@@ -434,7 +542,7 @@ class EncoderObjective(keras_hub.models.Task):
         known (a stream), which trains the whole table.
         """
         self.encoder.train_used_layers_only()
-        callbacks = [StopOnNonFiniteLoss(), *(callbacks or [])]
+        callbacks = [StopOnNonFiniteLoss(async_safe=on_accelerator()), *(callbacks or [])]
         rows = self._trained_embedding_rows(used_ids)
         with contextlib.ExitStack() as context:
             # The traced train step is freed with the objective.
@@ -445,6 +553,10 @@ class EncoderObjective(keras_hub.models.Task):
                 rows.install()
                 context.callback(rows.uninstall)
                 callbacks = [_WriteBackEmbeddingRows(rows), *callbacks]
+            if isinstance(x, TokenBatches):  # Tokenised: keras-hub's fit would map
+                return keras.Model.fit(  # the preprocessor over them.
+                    self, x, shuffle=False, callbacks=callbacks, **kwargs
+                )
             return super().fit(
                 x, y, batch_size=batch_size, shuffle=False, callbacks=callbacks,
                 **kwargs,
@@ -469,7 +581,9 @@ class EncoderObjective(keras_hub.models.Task):
         """
         embedding = token_embedding(self.encoder.backbone)
         optimizer = getattr(self, "optimizer", None)
-        if embedding is None or optimizer is None:
+        # On an accelerator the whole table's gradient is cheap, and writing
+        # rows back after every step would stall it.
+        if embedding is None or optimizer is None or on_accelerator():
             return None
         rows = self._embedding_rows
         if rows is not None and rows.optimizer is optimizer and optimizer.built:
@@ -592,6 +706,7 @@ class EncoderObjective(keras_hub.models.Task):
         return {
             "encoder": keras.layers.serialize(self.encoder),
             "rematerialize": self.rematerialize,
+            "padded_lengths": self.padded_lengths,
             "name": self.name,
         }
 
