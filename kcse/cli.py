@@ -88,6 +88,7 @@ def build_parser():
     train.add_argument("--overwrite", action="store_true",
                        help="replace an encoder.keras already in --output")
     command_line.add_training_arguments(train)
+    command_line.add_speed_arguments(train)
     command_line.add_method_arguments(train, METHOD_NAMES)
     train.set_defaults(run=run_train, inputs=(), output_kind="folder",
                        replaces="OUTPUT/encoder.keras")
@@ -184,6 +185,7 @@ def check_arguments(args):
             arguments.check_input_folder(args.data_dir, "--data-dir")
         command_line.check_task_files(args.data_dir, [args.task])
         command_line.check_method_arguments(args.method, args)
+        command_line.check_speed_arguments(args)
         command_line.check_distributed(args)
     if args.output_kind:
         arguments.check_output(args.output, "--output", folder=args.output_kind == "folder",
@@ -304,6 +306,13 @@ def run_train(args):
         raise UsageError(one_line(error, data_dir)) from None
     start_tensorflow(args.verbose)
     command_line.start_distributed(args)
+    with command_line.keeping_dtype_policy():
+        print(command_line.start_speed(args))  # Before the model is built.
+        return train(args, data)
+
+
+def train(args, data):
+    """`kcse train`'s work, once TensorFlow started and `--precision` is set."""
     import keras
 
     from kcse import distribution
@@ -314,6 +323,7 @@ def run_train(args):
     from kcse.experiments.methods import seed_run
     from kcse.experiments.provenance import run_provenance
     from kcse.objectives.encoder_objective import NonFiniteLossError
+    from kcse.precision import precision_of
 
     try:
         method = comparison.method_from_args(args.method, args)
@@ -330,6 +340,11 @@ def run_train(args):
     keras.utils.set_random_seed(args.seed)
     encoder, prefix, source = load_encoder(
         args, args.max_length or protocol.sequence_length(args.task))
+    precision = precision_of(encoder.backbone)
+    if precision != args.precision:  # A .keras file keeps its own dtype policy.
+        raise UsageError(f"--precision {args.precision}: {args.model} computes in "
+                         f"{precision}, the precision it was saved with; pass "
+                         f"--precision {precision}")
 
     def test_spearman():
         test = data["test"]
@@ -362,7 +377,8 @@ def run_train(args):
         "training_samples": samples,
         "kept_step": callbacks[0].best_step if callbacks else None,
         "training_seconds": seconds,
-        "settings": method.settings() | dataclasses.asdict(protocol) | {"seed": args.seed},
+        "settings": method.settings() | dataclasses.asdict(protocol)
+        | {"seed": args.seed, "precision": args.precision},
         "provenance": run_provenance(),
     }
     atomic_files.write_json(args.output / "train.json", record)

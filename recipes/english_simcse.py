@@ -27,7 +27,9 @@ def parse_args(argv=None):
     from kcse import arguments
     from kcse.experiments.command_line import POOLINGS
     from kcse.experiments.command_line import SMALLEST_BATCH
+    from kcse.experiments.command_line import add_speed_arguments
     from kcse.experiments.command_line import add_verbose_argument
+    from kcse.experiments.command_line import check_speed_arguments
     from kcse.models.model_sources import check_model
 
     parser = arguments.Parser(
@@ -68,6 +70,7 @@ def parse_args(argv=None):
         "--output", type=pathlib.Path, default=REPO / "runs" / "english_simcse"
     )
     add_verbose_argument(parser)
+    add_speed_arguments(parser)
     try:
         args = parser.parse_args(argv)
         args.model = args.model or default_model()
@@ -77,6 +80,7 @@ def parse_args(argv=None):
             arguments.check_input_file(stsb_file(args.data_dir, args.language, split),
                                        "--data-dir")
         arguments.check_output(args.output, "--output", folder=True)
+        check_speed_arguments(args)
     except arguments.UsageError as error:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
         sys.exit(2)
@@ -115,6 +119,15 @@ def main(argv=None):
 
     one_line_warnings(pathlib.Path(sys.argv[0]).name)
     start_tensorflow(args.verbose)
+    from kcse.experiments.command_line import keeping_dtype_policy
+    from kcse.experiments.command_line import start_speed
+
+    with keeping_dtype_policy():
+        print(start_speed(args))  # Before the model is built.
+        train(args, model)
+
+
+def train(args, model):
     import keras
 
     import kcse

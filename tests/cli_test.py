@@ -173,6 +173,9 @@ def test_help(command, capsys):
     out = capsys.readouterr().out
     assert exit_info.value.code == 0
     assert "--model" in out and f"usage: kcse {command}" in out
+    if command == "train":
+        assert "--precision {float32,bfloat16,float16}" in out
+        assert "--compilation-cache DIR|auto|off" in out
 
 
 def bad_inputs(folder, model):
@@ -308,10 +311,49 @@ def test_train_json_is_strict_and_records_provenance(trained):
     assert record["model_source"].startswith("original bert checkpoint ")
     assert f"model: {record['model_source']}" in out
     assert record["settings"]["seed"] == 0 and record["kept_step"] is None
+    assert record["settings"]["precision"] == "float32"
     assert record["training_seconds"] > 0
     origin = record["provenance"]
     assert origin["keras"] == keras.__version__ and origin["kcse"] == kcse.__version__
     assert origin["backend"] == keras.config.backend() and origin["date"]
+
+
+def test_train_builds_the_model_in_the_precision_asked(trained, monkeypatch, capsys):
+    folder, model, _ = trained
+    policies = []
+
+    def load_encoder(*args, **kwargs):
+        encoder, prefix, source = real_load_encoder(*args, **kwargs)
+        policies.append(encoder.backbone.dtype_policy.name)
+        return encoder, prefix, source
+
+    real_load_encoder = cli.load_encoder
+    monkeypatch.setattr(cli, "load_encoder", load_encoder)
+    arguments = train_arguments(folder, model, "--precision", "bfloat16")
+    output = arguments.index("--output") + 1
+    arguments[output] = str(folder / "run_bfloat16")
+    assert cli.main(arguments) in (0, None)
+    out = capsys.readouterr().out
+    assert policies == ["mixed_bfloat16"]
+    assert keras.config.dtype_policy().name == "float32"  # Put back after the command.
+    assert out.splitlines()[0].startswith(
+        "precision bfloat16 (Keras dtype policy mixed_bfloat16); compilation cache ")
+    record = read_strict_json(folder / "run_bfloat16" / "train.json")
+    assert record["settings"]["precision"] == "bfloat16"
+    assert np.isfinite(record["after"]["spearman"])
+
+
+def test_train_refuses_a_precision_its_saved_encoder_does_not_compute_in(trained, capsys):
+    folder, _, _ = trained
+    arguments = train_arguments(folder, folder / "run" / "encoder.keras", "--precision",
+                                "bfloat16")
+    arguments[arguments.index("--output") + 1] = str(folder / "run_refused")
+    assert cli.main(arguments) == 2
+    error = capsys.readouterr().err.strip()
+    assert error == (f"kcse train: error: --precision bfloat16: {folder / 'run' / 'encoder.keras'} "
+                     "computes in float32, the precision it was saved with; pass "
+                     "--precision float32")
+    assert not (folder / "run_refused").exists()
 
 
 def test_export_refuses_a_non_empty_folder_unless_overwrite(trained, capsys):

@@ -152,6 +152,10 @@ KCSE_CASES = {
     "export output is a file": (["export", "--model", "e5-small", "--output", "{f}/a_file"],
                                 ["--output", "is a file; give a folder"]),
     "required flag missing": (["train", "--model", "e5-small"], ["--output", "required"]),
+    "unknown precision": (TRAIN + ["--precision", "float64"],
+                          ["--precision", "'float64'", "'bfloat16'"]),
+    "compilation cache is a file": (TRAIN + ["--compilation-cache", "{f}/a_file"],
+                                    ["--compilation-cache", "a_file: is a file"]),
     "checkpoint root is a file": (["encode", "--model", "BERT", "--checkpoint-root",
                                    "{f}/a_file", "--input", "{f}/texts.txt", "--output",
                                    "{tmp}/v.npy"], ["--checkpoint-root", "is a file"]),
@@ -186,6 +190,8 @@ RECIPE_CASES = {
         (["--trained-splits", "dev"], ["--trained-splits", "'dev'"]),
         (["--protocol", "dirty"], ["--protocol", "'dirty'"]),
         (["--long-max-length", "0"], ["--long-max-length"]),
+        (["--precision", "fp16"], ["--precision", "'fp16'", "'float16'"]),
+        (["--compilation-cache", "{f}/a_file"], ["--compilation-cache", "is a file"]),
     ],
     "consert": [
         (["--views", "adversarial:0,shuffle"], ["--views", "adversarial:0", "> 0"]),
@@ -201,6 +207,7 @@ RECIPE_CASES = {
         (["--epochs", "0"], ["--epochs", ">= 1"]),
         (["--language", "xx"], ["--data-dir", "stsb-xx-train.csv: no such file"]),
         (["--hidden-dropout", "1.5"], ["--hidden-dropout", "< 1"]),
+        (["--precision", "half"], ["--precision", "'half'"]),
     ],
 }
 
