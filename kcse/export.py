@@ -11,6 +11,7 @@ import numpy as np
 
 from kcse import atomic_files
 from kcse import compat
+from kcse.precision import precision_of
 
 # The signatures of an exported encoder.
 STRINGS_SIGNATURE = "serving_default"
@@ -25,8 +26,13 @@ LONG_TEXT_PHRASE = "the cat sat on the mat"
 # The long text has about this many words per token of the maximum length.
 LONG_TEXT_FACTOR = 8
 # Served vectors must equal the in-process encoder's within
-# TOLERANCE + TOLERANCE * |expected|, elementwise.
+# TOLERANCE + TOLERANCE * |expected|, elementwise...
 TOLERANCE = 1e-4
+# ... or, for an encoder computing in half precision (`kcse.precision`),
+# where serving at the full length sums in another order than `encode`'s
+# trimmed batches: a few units of bfloat16's (2^-8) or float16's (2^-11)
+# epsilon, through the model's blocks.
+HALF_PRECISION_TOLERANCES = {"bfloat16": 5e-2, "float16": 1e-2}
 
 
 class ExportCheckError(RuntimeError):
@@ -222,6 +228,7 @@ def check_saved_model(path, encoder, normalize, signatures):
             f"the SavedModel written to {path} does not load: {error}"
         ) from error
     dim = encoder.output_dim
+    tolerance = HALF_PRECISION_TOLERANCES.get(precision_of(encoder), TOLERANCE)
 
     def run(signature, description, inputs, rows, expected=None):
         try:
@@ -231,7 +238,7 @@ def check_saved_model(path, encoder, normalize, signatures):
                 f"{signature} failed on {description}: {type(error).__name__}: "
                 f"{str(error).strip()}"
             ) from error
-        problem = output_problem(outputs, rows, dim, expected)
+        problem = output_problem(outputs, rows, dim, expected, tolerance)
         if problem is not None:
             raise ExportCheckError(f"{signature} failed on {description}: {problem}")
 
@@ -281,11 +288,11 @@ def check_saved_model(path, encoder, normalize, signatures):
             run(IDS_SIGNATURE, f"an empty batch (shape {shape})", empty, 0)
 
 
-def output_problem(outputs, rows, dim, expected=None):
+def output_problem(outputs, rows, dim, expected=None, tolerance=TOLERANCE):
     """What is wrong with a signature's outputs, or None.
 
     They must be `{"embedding": float32 [rows, dim]}`, all finite, and
-    within `TOLERANCE` of `expected` when it is given.
+    within `tolerance` of `expected` when it is given.
     """
     if set(outputs) != {OUTPUT}:
         return f"it returned {sorted(outputs)}, not [{OUTPUT!r}]"
@@ -300,11 +307,11 @@ def output_problem(outputs, rows, dim, expected=None):
     if expected is None:
         return None
     difference = np.abs(vectors - expected)
-    allowed = TOLERANCE + TOLERANCE * np.abs(expected)
+    allowed = tolerance + tolerance * np.abs(expected)
     if not (difference <= allowed).all():
         return (
             f"{OUTPUT!r} differs from the in-process encoder's vectors by up to "
-            f"{float(np.nanmax(difference)):.3g} (tolerance {TOLERANCE:g})"
+            f"{float(np.nanmax(difference)):.3g} (tolerance {tolerance:g})"
         )
     return None
 

@@ -64,15 +64,15 @@ def directory_size(path):
     return sum(f.stat().st_size for f in pathlib.Path(path).rglob("*") if f.is_file())
 
 
-def assert_serves_like_encode(encoder, tmp_path, texts, strings=True):
+def assert_serves_like_encode(encoder, tmp_path, texts, strings=True, atol=1e-5):
     path = tmp_path / "exported"
     signatures = encoder.export(path)
     assert signatures == (["encode_ids", "serving_default"] if strings else ["encode_ids"])
     expected = encoder.encode(texts)
     from_strings, from_ids = serve(path, texts if strings else None, features_of(encoder, texts))
-    np.testing.assert_allclose(from_ids, expected, atol=1e-5)
+    np.testing.assert_allclose(from_ids, expected, atol=atol)
     if strings:
-        np.testing.assert_allclose(from_strings, expected, atol=1e-5)
+        np.testing.assert_allclose(from_strings, expected, atol=atol)
     return path
 
 
@@ -120,6 +120,28 @@ def test_whitened_and_normalized_encoders(tmp_path):
     normalizing = kcse.SentenceEncoder(backbone, preprocessor, normalize=True)
     with pytest.raises(ValueError, match="cannot undo"):
         normalizing.export(tmp_path / "no", normalize=False)
+
+
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+def test_mixed_precision_encoder_serves_float32(tmp_path, policy):
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(policy)
+    try:
+        encoder = kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor(), pooling="P3")
+    finally:
+        keras.config.set_dtype_policy(previous)
+    assert encoder.backbone.compute_dtype != "float32"
+    # Served at the full length, encoded trimmed: sums in another order, in
+    # bf16 / fp16 (epsilon 2^-8 / 2^-11) through 2 blocks, on vectors of size ~1.
+    path = assert_serves_like_encode(encoder, tmp_path, TEXTS, atol=0.05)
+    from_strings, from_ids = serve(path, TEXTS, features_of(encoder, TEXTS))
+    assert from_strings.dtype == from_ids.dtype == np.float32
+    shown = subprocess.run(
+        ["saved_model_cli", "show", "--all", "--dir", str(path)],
+        capture_output=True, text=True,
+    ).stdout
+    outputs = [block.split("\n")[1] for block in shown.split("outputs['embedding'] tensor_info:")[1:]]
+    assert outputs == ["        dtype: DT_FLOAT"] * 2
 
 
 @pytest.mark.parametrize("family", ["nezha", "wobert"])
