@@ -147,3 +147,14 @@ def test_padded_lengths_are_checked_and_saved():
         kcse.SimCSE(tiny_encoder(), padded_lengths=(16, 0))
     simcse = kcse.SimCSE(tiny_encoder(), padded_lengths=[16, 32])
     assert simcse.get_config()["padded_lengths"] == (16, 32)
+
+
+@pytest.mark.parametrize("name", ["padded_length", "use_compilation_cache", "TokenBatches"])
+def test_docstring_examples_run(name, tmp_path, monkeypatch):
+    from docstring_examples import run_examples
+
+    import kcse.compilation
+    import kcse.objectives.token_batches
+
+    module = kcse.objectives.token_batches if name == "TokenBatches" else kcse.compilation
+    run_examples(name, getattr(module, name), tmp_path, monkeypatch)

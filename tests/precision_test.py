@@ -115,3 +115,16 @@ def test_precision_names():
     with pytest.raises(ValueError, match="precision must be one of float32, bfloat16, float16"):
         dtype_policy_name("fp8")
     assert precision_of(keras.layers.Dense(2)) == "float32"
+
+
+@pytest.mark.parametrize("name", ["dtype_policy_name", "set_precision", "precision_of"])
+def test_docstring_examples_run(name, tmp_path, monkeypatch):
+    from docstring_examples import run_examples
+
+    import kcse.precision
+
+    previous = keras.config.dtype_policy()
+    try:
+        run_examples(name, getattr(kcse.precision, name), tmp_path, monkeypatch)
+    finally:
+        keras.config.set_dtype_policy(previous)

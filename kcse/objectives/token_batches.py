@@ -98,8 +98,8 @@ class TokenBatches(keras.utils.PyDataset):
     import numpy as np
     from kcse.objectives.token_batches import TokenBatches
 
-    x = {"token_ids": np.arange(50).reshape(5, 10) + 1,
-         "padding_mask": np.arange(10) < np.array([[3], [4], [2], [9], [5]])}
+    x = {"token_ids": np.arange(100).reshape(5, 20) + 1,
+         "padding_mask": np.arange(20) < np.array([[3], [4], [2], [9], [5]])}
     batches = TokenBatches(x, batch_size=2, shuffle=False, drop_single_last=True)
     assert len(batches) == 2  # the fifth sample alone is left out
     assert batches[1]["token_ids"].shape == (2, 16)  # 9 tokens: padded to 16
