@@ -1,27 +1,22 @@
 """kcse on JAX, three SimCSE steps on token ids (run by without_tensorflow_test.py).
 
 With `--without-tensorflow`, `import tensorflow` (and tensorflow_text,
-tensorflow_datasets) raises ImportError in this process, as on a machine
-where TensorFlow is not installed. Prints one JSON line.
+tensorflow_datasets) raises ModuleNotFoundError in this process and
+`importlib.util.find_spec` finds none of them, as on a machine where
+TensorFlow is not installed. Prints one JSON line.
 """
 
-import importlib.abc
 import json
 import os
+import pathlib
 import sys
 
-BLOCKED = ("tensorflow", "tensorflow_text", "tensorflow_datasets")
-
-
-class WithoutTensorFlow(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name.split(".")[0] in BLOCKED:
-            raise ImportError(f"No module named {name!r}")
-        return None
-
-
 if "--without-tensorflow" in sys.argv:
-    sys.meta_path.insert(0, WithoutTensorFlow())
+    # The GPU benchmark's import finder, blind to TensorFlow's packages.
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "benchmarks"))
+    from gpu import WithoutTensorFlow
+
+    WithoutTensorFlow.install()
 os.environ["KERAS_BACKEND"] = "jax"
 
 import keras  # noqa: E402
