@@ -92,6 +92,14 @@ def reference_params(flow):
     return params
 
 
+# float32 inverse of a float32 z: z carries 0.5-2 ulp of rounding (eps * |z|,
+# eps = 1.2e-7, |z| <= 9 here), which the inverse multiplies by
+# ||dx/dz||_inf, up to 113 on these random weights (lu_affine, dim 16: 9 LU
+# solves and the affine couplings' exp(-s)): one ulp of z is up to 1.1e-4
+# of x (2.6e-5 measured), and this allows ~4.
+FLOAT32_INVERSE_ATOL = 5e-4
+
+
 def random_flow(config, dim, dtype="float32", seed=0):
     flow = BertFlow(seed=seed, dtype=dtype, **CONFIGS[config])
     flow.build((None, dim))
@@ -125,7 +133,7 @@ def test_matches_the_authors_glow(config, dtype):
     np.testing.assert_allclose(
         reference.decode(reference_params(flow), z, hparams(flow)), x, atol=1e-9
     )
-    inverse_tolerance = 1e-4 if dtype == "float32" else 1e-10  # 9 LU solves
+    inverse_tolerance = FLOAT32_INVERSE_ATOL if dtype == "float32" else 1e-10
     np.testing.assert_allclose(
         np.asarray(flow.inverse(z.astype(dtype))), x, atol=inverse_tolerance
     )
@@ -135,11 +143,11 @@ def test_matches_the_authors_glow(config, dtype):
 @pytest.mark.parametrize("config", sorted(CONFIGS))
 @pytest.mark.parametrize("dim", [10, 16])
 def test_inverse_of_call_is_identity(config, dim, dtype):
-    """Exact up to rounding: float32 loses ~1e-5 through 9 random LU
-    matrices and affine couplings."""
+    """Exact up to rounding: float32 loses up to ~3e-5 through 9 random LU
+    matrices and affine couplings (see FLOAT32_INVERSE_ATOL)."""
     flow = random_flow(config, dim, dtype)
     x = vectors(32, dim).astype(dtype)
-    tolerance = 1e-4 if dtype == "float32" else 1e-10
+    tolerance = FLOAT32_INVERSE_ATOL if dtype == "float32" else 1e-10
     np.testing.assert_allclose(
         np.asarray(flow.inverse(flow(x))), x, atol=tolerance
     )
@@ -342,7 +350,8 @@ def test_jax_backend_equals_tensorflow():
             theirs["log_likelihood"], np.asarray(flow.log_likelihood(x)),
             rtol=1e-5, atol=1e-5,
         )
-        np.testing.assert_allclose(theirs["inverse"], x, atol=1e-5)
+        # JAX's own round trip, as in test_inverse_of_call_is_identity.
+        np.testing.assert_allclose(theirs["inverse"], x, atol=FLOAT32_INVERSE_ATOL)
         loss = flow.adapt(x, epochs=2, batch_size=16, seed=0)
         np.testing.assert_allclose(theirs["loss"], loss, rtol=1e-4)
         np.testing.assert_allclose(

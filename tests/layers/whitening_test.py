@@ -168,7 +168,9 @@ def test_whitened_covariance_is_identity(data):
     layer = Whitening()
     layer.adapt(x)
     y = _output(layer, x)
-    np.testing.assert_allclose(y.mean(0), np.zeros(DIM), atol=1e-4)
+    # The float32 mean of vectors near 100 is off by up to 0.5 * eps * 101 =
+    # 6e-6, which W (column sums of |W| up to 66) carries to y: <= 4e-4.
+    np.testing.assert_allclose(y.mean(0), np.zeros(DIM), atol=4e-4)
     np.testing.assert_allclose(np.cov(y.T), np.eye(DIM), atol=1e-4)
 
 

@@ -45,9 +45,13 @@ def trained(kind, rematerialize, pooling="first_last_avg", strategy=None):
 def test_recomputed_training_equals_plain_training(kind):
     losses, weights = trained(kind, False)
     recomputed_losses, recomputed_weights = trained(kind, True)
-    np.testing.assert_allclose(recomputed_losses, losses, rtol=1e-6)
+    # NEZHA's recomputed backward sums in another order (BERT's is the same
+    # here): ulps of the gradients, which Adam (lr 1e-2, epsilon 1e-7) turns
+    # into differences as large as the key biases (5e-7), whose exact
+    # gradient is 0; the bound of the mirrored test below.
+    np.testing.assert_allclose(recomputed_losses, losses, rtol=1e-5)
     for a, b in zip(recomputed_weights, weights):
-        np.testing.assert_allclose(a, b, atol=1e-6)
+        np.testing.assert_allclose(a, b, atol=1e-5)
 
 
 def test_recomputed_training_under_mirrored_strategy(two_cpu_strategy):
