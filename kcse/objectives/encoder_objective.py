@@ -262,6 +262,15 @@ def is_tf_dataset(x):
     return tf is not None and isinstance(x, tf.data.Dataset)
 
 
+def tensorflow_importable():
+    """Whether TensorFlow can be imported (imports it)."""
+    try:
+        import tensorflow  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def require_tensorflow(what):
     """Raises ImportError naming `what` when TensorFlow cannot be imported."""
     try:
@@ -511,7 +520,7 @@ class EncoderObjective(keras_hub.models.Task):
         if _is_in_memory(x):
             batch_size, used_ids = self._check_in_memory(x, batch_size)
             sharded = distribution.process_count() > 1
-            if keras.backend.backend() != "tensorflow" and not sharded:
+            if not sharded and not tensorflow_importable():
                 x = TokenBatches(
                     token_arrays(self.preprocessor, x), y,
                     kwargs.pop("sample_weight", None), batch_size, shuffle,

@@ -1,14 +1,15 @@
 """Training batches of in-memory data as numpy token arrays, without TensorFlow.
 
-On TensorFlow, `EncoderObjective.fit` tokenises text inside a `tf.data`
-pipeline. On JAX and PyTorch, in-memory text is tokenised once before
-training (`token_arrays`; keras-hub's tokenizers run without TensorFlow)
-and goes through `TokenBatches`, a `keras.utils.PyDataset` of numpy
-batches, as token arrays do: training then runs where TensorFlow is not
-installed. Its batches are those of
-`kcse.objectives.encoder_objective.training_dataset` on the same data: the
-same order per epoch (drawn from the same seed), the same last batch left
-out, the same padded lengths.
+`EncoderObjective.fit` tokenises text inside a `tf.data` pipeline. Where
+TensorFlow is not installed (JAX, PyTorch), in-memory text is tokenised
+once before training instead (`token_arrays`; keras-hub's WordPiece
+tokenizers run without TensorFlow) and goes through `TokenBatches`, a
+`keras.utils.PyDataset` of numpy batches, as token arrays do. Its batches
+are those of `kcse.objectives.encoder_objective.training_dataset` on the
+same data (the same last batch left out, the same padded lengths, orders
+drawn the same way), but for one thing: Keras reads the first batch of a
+`tf.data` pipeline once before training, which draws an order of its own,
+so with `shuffle` a seed gives other orders with and without TensorFlow.
 """
 
 import random
