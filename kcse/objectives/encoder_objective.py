@@ -488,6 +488,12 @@ class EncoderObjective(keras_hub.models.Task):
         every process passes the same global data; each trains on its
         block of every global batch, and a last, partial batch is left out.
 
+        Where train steps compile per input shape (JAX, XLA), batches are
+        padded to `padded_lengths` (see the class). Where TensorFlow cannot
+        be imported (JAX), in-memory data is tokenised once and fed as numpy
+        batches (`kcse.objectives.token_batches`); `tf.data.Dataset`s and
+        multi-process runs need TensorFlow.
+
         The encoder trains exactly the variables its pooling uses (the
         pooler only for P2), and a NaN or infinite loss stops training at
         once with `NonFiniteLossError` (step and loss).
