@@ -14,6 +14,9 @@ shape) instead of compiling them again.
 import os
 import pathlib
 
+# Where steps are not compiled per shape, batch lengths are rounded up to a
+# multiple of this.
+LENGTH_BUCKET = 8
 # The folder of JAX's persistent compilation cache, unless
 # `KCSE_COMPILATION_CACHE` names another.
 DEFAULT_CACHE = pathlib.Path("~/.cache/kcse/xla")
@@ -34,8 +37,8 @@ def compiles_per_shape(model):
 def padded_length(longest, full_length, lengths=None):
     """The length a training batch whose longest sequence has `longest` tokens is padded to.
 
-    `lengths`: the allowed lengths (ints), or None for every multiple of 8
-    (runs that do not compile per shape). The smallest allowed length of
+    `lengths`: the allowed lengths (ints), or None for every multiple of
+    `LENGTH_BUCKET` (runs that do not compile per shape). The smallest allowed length of
     at least `longest`; `full_length` when there is none.
 
     ```python
@@ -47,7 +50,7 @@ def padded_length(longest, full_length, lengths=None):
     ```
     """
     if lengths is None:
-        return min(8 * -(-max(longest, 1) // 8), full_length)
+        return min(LENGTH_BUCKET * -(-max(longest, 1) // LENGTH_BUCKET), full_length)
     fitting = [length for length in lengths if longest <= length <= full_length]
     return min(fitting) if fitting else full_length
 

@@ -64,17 +64,26 @@ def set_precision(precision):
     keras.config.set_dtype_policy(dtype_policy_name(precision))
 
 
-def precision_of(layer):
+def precision_of(layer=None):
     """The kcse precision a layer or model computes in, from its dtype policy.
+
+    Without `layer`, that of Keras' global policy (what models built now
+    compute in). A policy that is none of `PRECISIONS` (e.g. `"bfloat16"`,
+    bfloat16 variables too) is named `"policy <name>"`.
 
     ```python
     import keras
     from kcse.precision import precision_of
 
     assert precision_of(keras.layers.Dense(2, dtype="mixed_float16")) == "float16"
+    assert precision_of(keras.layers.Dense(2, dtype="bfloat16")) == "policy bfloat16"
+    assert precision_of() == "float32"  # Keras' default global policy
     ```
     """
-    policy = layer.dtype_policy
-    if policy.variable_dtype == "float32" and policy.compute_dtype in ("bfloat16", "float16"):
-        return policy.compute_dtype
-    return policy.compute_dtype if policy.compute_dtype == "float32" else policy.name
+    import keras
+
+    policy = keras.config.dtype_policy() if layer is None else layer.dtype_policy
+    for precision, name in PRECISIONS.items():
+        if policy.name == name:
+            return precision
+    return f"policy {policy.name}"

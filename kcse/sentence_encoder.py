@@ -16,6 +16,7 @@ from keras import ops
 from kcse import atomic_files
 from kcse import compat
 from kcse.compilation import compiles_per_shape
+from kcse.compilation import padded_length
 from kcse import distribution
 from kcse.models.embedding_lookup import read_rows_sparsely
 from kcse.models.embedding_lookup import token_embedding
@@ -34,11 +35,9 @@ from kcse.validation import user_stacklevel
 
 POOLER_LAYER = "pooled_dense"
 POOLER_ACTIVATIONS = ("linear", "tanh")
-# Sequence lengths of `encode` batches are rounded up to a multiple of this
-# (see `bucket_length`)...
-LENGTH_BUCKET = 8
-# ... or, where each input shape is compiled (JAX, XLA), to a power of two
-# of at least this.
+# Sequence lengths of `encode` batches are rounded up to a multiple of 8
+# (`kcse.compilation.LENGTH_BUCKET`, see `bucket_length`) or, where each
+# input shape is compiled (JAX, XLA), to a power of two of at least this.
 COARSE_MIN_LENGTH = 16
 # Sentences `encode` tokenises and sorts by length at a time: its memory
 # is flat in the number of sentences beyond the output array.
@@ -534,14 +533,13 @@ def packed_features(preprocessor, texts, coarse=False):
 def bucket_length(length, full_length, coarse=False):
     """The padded length of a batch whose longest text has `length` tokens.
 
-    A multiple of `LENGTH_BUCKET` (8), or with `coarse` (for functions
-    compiled once per input shape) a power of two of at least
-    `COARSE_MIN_LENGTH` (16); never beyond `full_length`.
+    A multiple of 8 (`kcse.compilation.padded_length`), or with `coarse`
+    (for functions compiled once per input shape) a power of two of at
+    least `COARSE_MIN_LENGTH` (16); never beyond `full_length`.
     """
-    if coarse:
-        bucket = max(COARSE_MIN_LENGTH, 2 ** math.ceil(math.log2(max(length, 1))))
-    else:
-        bucket = LENGTH_BUCKET * math.ceil(max(length, 1) / LENGTH_BUCKET)
+    if not coarse:
+        return padded_length(length, full_length)
+    bucket = max(COARSE_MIN_LENGTH, 2 ** math.ceil(math.log2(max(length, 1))))
     return min(bucket, full_length)
 
 

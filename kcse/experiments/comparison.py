@@ -27,6 +27,7 @@ from kcse.experiments.methods import SGOptMethod
 from kcse.experiments.methods import SimCSEMethod
 from kcse.experiments.methods import SupervisedSimCSEMethod
 from kcse.experiments.protocols import PROTOCOLS
+from kcse.precision import precision_of
 from kcse.experiments.protocols import STSB_PROTOCOL
 from kcse.experiments.protocols import SPLITS
 from kcse.experiments.protocols import with_overrides
@@ -184,7 +185,7 @@ def run_comparison(args, method=None, log=print):
         f"batch {protocol.batch_size}, "
         f"lr {protocol.learning_rate}, dropout {protocol.hidden_dropout}, "
         f"temperature {protocol.temperature}, max length {protocol.max_length}, "
-        f"precision {grid.global_precision()}, "
+        f"precision {precision_of()}, "
         f"seeds {args.seed}..{args.seed + args.seeds - 1}, "
         f"data {data_dir}, "
         + (f"MirroredStrategy over {strategy.num_replicas_in_sync} GPUs"

@@ -32,7 +32,7 @@ from kcse.models.model_sources import ModelSpec
 from kcse.models.model_sources import load_model
 from kcse.models.model_sources import resolve_model
 from kcse.objectives.encoder_objective import NonFiniteLossError
-from kcse.precision import PRECISIONS
+from kcse.precision import precision_of
 from kcse.sentence_encoder import SentenceEncoder
 from kcse.sentence_encoder import predict_in_length_order
 
@@ -191,18 +191,6 @@ def diagnose(encoder, data, split, prefix):
 #   True: the first (no model prefix on the sentences).
 #   2: the sentences carry the model's prefix, as the cell encodes them.
 DIAGNOSTICS_REVISION = 2
-
-def global_precision():
-    """The kcse precision of Keras' global dtype policy, which the grid's
-    models are built under (`--precision`): `"float32"`, `"bfloat16"`
-    (mixed_bfloat16) or `"float16"` (mixed_float16); another policy by its
-    Keras name, e.g. `"policy bfloat16"` (bfloat16 variables too)."""
-    name = keras.config.dtype_policy().name
-    for precision, policy in PRECISIONS.items():
-        if policy == name:
-            return precision
-    return f"policy {name}"
-
 
 FLOW_ARCHITECTURE = ("n_levels", "depth", "coupling_width", "coupling", "permutation", "seed")
 
@@ -403,7 +391,7 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
     training: `"whitening"` (column b, always) and `"flow"` (BERT-flow).
     The models are built under Keras' global dtype policy (the recipes'
     `--precision`), whose precision is a setting of every cell unless it
-    is float32 (`global_precision`).
+    is float32 (`kcse.precision.precision_of()`).
 
     Returns the keys of this grid's cells (in `store.cells`), in order.
     """
@@ -427,7 +415,7 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
     # The models compute in the global policy's precision. float32, kcse's
     # only precision before there was a choice, is left out, so that its
     # cells keep the identity they always had (`results.IMPLIED_SETTINGS`).
-    precision = global_precision()
+    precision = precision_of()
     if precision != "float32":
         settings["precision"] = precision
     flow = "flow" in postprocess

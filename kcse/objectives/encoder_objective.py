@@ -11,6 +11,7 @@ import keras_hub
 import numpy as np
 from keras import ops
 
+from kcse.compilation import LENGTH_BUCKET
 from kcse.compilation import compiles_per_shape
 from kcse.compilation import on_accelerator
 from kcse.models.block_recomputation import recomputed_blocks
@@ -102,7 +103,7 @@ def trim_padding(features, lengths=None):
     full_length = tf.shape(mask)[-1]
     longest = tf.reduce_max(tf.reduce_sum(mask, axis=-1))
     if lengths is None:
-        length = tf.minimum((longest + 7) // 8 * 8, full_length)
+        length = tf.minimum(-(-longest // LENGTH_BUCKET) * LENGTH_BUCKET, full_length)
     else:
         allowed = tf.constant(sorted(lengths), "int32")
         fitting = tf.boolean_mask(
@@ -273,13 +274,11 @@ def tensorflow_importable():
 
 def require_tensorflow(what):
     """Raises ImportError naming `what` when TensorFlow cannot be imported."""
-    try:
-        import tensorflow  # noqa: F401
-    except ImportError as error:
+    if not tensorflow_importable():
         raise ImportError(
             f"{what} kcse needs TensorFlow (tf.data): pip install tensorflow "
             "tensorflow-text. Without it, train in one process on in-memory data."
-        ) from error
+        )
 
 
 def _is_in_memory(x):

@@ -15,7 +15,7 @@ import pytest
 
 from kcse import arguments
 from kcse.experiments import command_line
-from kcse.experiments import grid
+from kcse.precision import precision_of
 from kcse.experiments import results
 from tiny_grid import recipe
 
@@ -72,7 +72,7 @@ def test_start_speed_sets_the_policy_and_says_where_the_cache_is(tmp_path):
     with command_line.keeping_dtype_policy():
         line = command_line.start_speed(args)
         assert keras.config.dtype_policy().name == "mixed_bfloat16"
-        assert grid.global_precision() == "bfloat16"
+        assert precision_of() == "bfloat16"
         assert keras.layers.Dense(2).dtype_policy.name == "mixed_bfloat16"
     assert keras.config.dtype_policy().name == before == "float32"
     assert line.startswith("precision bfloat16 (Keras dtype policy mixed_bfloat16); ")
