@@ -85,6 +85,55 @@ def check_count(value, name, minimum=1):
     return int(value)
 
 
+def check_finite(vectors, what, first_row=0, streamed=False):
+    """Raises `ValueError` if the 2-D numpy array `vectors` holds NaN or inf.
+
+    One pass (`np.isfinite`) when all is well; the count and the position
+    are only worked out for the error. `what` names the caller (e.g.
+    `"Whitening.adapt"`). For one batch of a stream, `first_row` is the row
+    of the whole stream that `vectors[0]` is, and `streamed` makes the
+    message say which rows the count is of (a stream is not read past the
+    batch).
+
+    Raises:
+        ValueError: `vectors` holds NaN or infinite values. The message
+            says how many (NaN and inf apart) and the (row, column) of the
+            first in row-major order, e.g. "Whitening.adapt: 3 non-finite
+            values in the vectors (2 NaN, 1 inf), the first at row 5,
+            column 2".
+    """
+    import numpy as np
+
+    finite = np.isfinite(vectors)
+    if finite.all():
+        return
+    bad = ~finite
+    count = int(bad.sum())
+    nans = int(np.isnan(vectors).sum())
+    row, column = np.unravel_index(int(np.argmax(bad)), bad.shape)
+    where = "in the vectors"
+    if streamed:
+        where = (
+            f"in rows {first_row} to {first_row + len(vectors) - 1} of the "
+            f"vectors"
+        )
+    raise ValueError(
+        f"{what}: {count} non-finite value{'s' if count != 1 else ''} "
+        f"{where} ({nans} NaN, {count - nans} inf), the first at row "
+        f"{first_row + int(row)}, column {int(column)}."
+    )
+
+
+def largest_magnitude(vectors):
+    """`(|value|, row, column)` of the largest magnitude in a 2-D numpy
+    array of finite values (the first such in row-major order)."""
+    import numpy as np
+
+    magnitudes = np.abs(vectors)
+    row, column = np.unravel_index(int(np.argmax(magnitudes)), vectors.shape)
+    return float(magnitudes[row, column]), int(row), int(column)
+
+
 def user_stacklevel():
     """The `warnings.warn` stacklevel of the first caller outside kcse.
 

@@ -7,6 +7,9 @@ import numpy as np
 import scipy.linalg
 from keras import ops
 
+from kcse.validation import check_finite
+from kcse.validation import largest_magnitude
+
 # The authors' training of the flow (bohanli/BERT-flow, run_siamese.py,
 # README.md and optimization_bert_flow.py): BERT frozen, the flow alone
 # trained by maximum likelihood for 1 epoch (README, --num_train_epochs=1.0),
@@ -326,7 +329,9 @@ class BertFlow(keras.Model):
     Every level needs at least 2 channels (dim >= 5 for 3 levels).
 
     Inputs are not checked for NaN by `call` (a NaN gives NaN rows);
-    `adapt` raises on non-finite vectors. Fewer vectors than a batch make
+    `adapt` raises `ValueError` on non-finite vectors and on vectors that
+    overflow the dtype when squared, and `NonFiniteLossError` if the loss
+    becomes non-finite while training. Fewer vectors than a batch make
     one smaller batch.
 
     Args:
@@ -535,6 +540,17 @@ class BertFlow(keras.Model):
         by a numpy generator seeded with `seed`. With `data_init`, Glow's
         data-dependent actnorm initialisation runs on the first batch first.
         Returns the last epoch's mean loss (bits per dimension).
+
+        Raises:
+            ValueError: before any training, if the vectors hold NaN or
+                inf (the message gives the count and the (row, column) of
+                the first), or if they overflow the model's dtype when
+                squared (|value| > sqrt(float32 max) = 1.8e19 by default,
+                e.g. a scale of 1e30; it names the largest |value| and its
+                row and column); and for a bad shape or argument.
+            kcse.objectives.NonFiniteLossError: the training loss became
+                NaN or infinite (its step and loss); training stops there,
+                and the flow's weights should not be used.
         """
         vectors = _as_vectors(vectors, "adapt", self.compute_dtype)
         if int(epochs) != epochs or epochs < 1:
@@ -553,14 +569,28 @@ class BertFlow(keras.Model):
         self.compile(optimizer=AdamWeightDecay(learning_rate=learning_rate))
         # Built eagerly: its variables are slow to create inside the trace.
         self.optimizer.build(self.trainable_variables)
-        for order in orders:
-            history = self.fit(
-                vectors[order],
-                batch_size=int(batch_size),
-                epochs=1,
-                shuffle=False,
-                verbose=0,
-            )
+        # Imported here: the objectives import keras_hub and the encoder.
+        from kcse.compilation import on_accelerator
+        from kcse.objectives.encoder_objective import NonFiniteLossError
+        from kcse.objectives.encoder_objective import StopOnNonFiniteLoss
+
+        stop = StopOnNonFiniteLoss(async_safe=on_accelerator())
+        steps_per_epoch = -(-len(vectors) // int(batch_size))
+        for epoch, order in enumerate(orders):
+            try:
+                history = self.fit(
+                    vectors[order],
+                    batch_size=int(batch_size),
+                    epochs=1,
+                    shuffle=False,
+                    verbose=0,
+                    callbacks=[stop],
+                )
+            except NonFiniteLossError as error:
+                # A `fit` an epoch: its steps counted from the first epoch's.
+                raise NonFiniteLossError(
+                    epoch * steps_per_epoch + error.step, error.loss
+                ) from None
         return float(history.history["loss"][-1])
 
     def get_config(self):
@@ -579,17 +609,29 @@ class BertFlow(keras.Model):
 
 
 def _as_vectors(vectors, what, dtype):
-    """A numpy `(n, dim)` array of finite vectors, or ValueError."""
-    vectors = np.asarray(keras.ops.convert_to_numpy(vectors), dtype=dtype)
+    """A numpy `(n, dim)` array of `dtype`, or ValueError: the vectors must
+    be finite and their squares must fit `dtype` (checked before the cast,
+    so a float64 1e300 is named as such, not as the inf it would become)."""
+    vectors = np.asarray(keras.ops.convert_to_numpy(vectors))
+    if vectors.dtype.kind != "f":
+        vectors = vectors.astype("float64")
     if vectors.ndim != 2 or vectors.shape[0] == 0:
         raise ValueError(
             f"BertFlow.{what} expects a non-empty array of shape (n, dim); "
             f"got shape {vectors.shape}."
         )
-    finite = np.isfinite(vectors).all(axis=1)
-    if not finite.all():
+    check_finite(vectors, f"BertFlow.{what}")
+    dtype = np.dtype(keras.backend.standardize_dtype(dtype))
+    limit = math.sqrt(float(np.finfo(dtype).max))
+    largest, row, column = largest_magnitude(vectors)
+    if largest > limit:
         raise ValueError(
-            f"BertFlow.{what} got {int((~finite).sum())} vectors with NaN or "
-            f"infinite values (first at row {int(np.argmin(finite))})."
+            f"BertFlow.{what}: the vectors overflow {dtype.name} when "
+            f"squared: the largest |value| is {largest:.3g}, at row {row}, "
+            f"column {column}, above sqrt({dtype.name} max) = {limit:.3g}. "
+            f"The flow's loss squares its output, whose scale starts near "
+            f"the vectors' (and data_init squares their deviations), so "
+            f"training would give an infinite loss and NaN weights. Rescale "
+            f"the vectors, or use BertFlow(dtype=\"float64\")."
         )
-    return vectors
+    return vectors.astype(dtype, copy=False)

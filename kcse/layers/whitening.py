@@ -4,6 +4,9 @@ import keras
 import numpy as np
 from keras import ops
 
+from kcse.validation import check_finite
+from kcse.validation import largest_magnitude
+
 
 def _batches(data):
     """Yields 2-D float64 numpy batches from an array, tensor or iterable."""
@@ -33,11 +36,25 @@ def whitening_statistics(data):
     Memory is O(dim²) whatever the number of vectors: only the count, the
     sum and the centred sum of products are kept (float64, merged batch by
     batch with Chan et al.'s update, so large means do not cancel).
+
+    Returns `(mean, covariance, count, largest)`, `largest` the
+    `(|value|, row, column)` of the largest magnitude in the vectors.
+
+    Raises:
+        ValueError: a batch holds NaN or inf (checked before it is used),
+            or the vectors overflow float64 when squared (the mean or the
+            sum of products is not finite); and the shape errors.
     """
-    count, mean, scatter = 0, None, None
+    streamed = not (hasattr(data, "shape") and len(data.shape) == 2)
+    count, mean, scatter, largest = 0, None, None, None
     for batch in _batches(data):
         if batch.shape[0] == 0:
             continue
+        check_finite(batch, "Whitening.adapt", count, streamed)
+        batch_largest = largest_magnitude(batch)
+        if largest is None or batch_largest[0] > largest[0]:
+            largest = (batch_largest[0], count + batch_largest[1],
+                       batch_largest[2])
         if mean is None:
             mean = np.zeros(batch.shape[1])
             scatter = np.zeros((batch.shape[1], batch.shape[1]))
@@ -47,20 +64,36 @@ def whitening_statistics(data):
                 f"vectors of dim {mean.shape[0]}."
             )
         n = batch.shape[0]
-        batch_mean = batch.mean(axis=0)
-        centred = batch - batch_mean
-        delta = batch_mean - mean
         total = count + n
-        scatter += centred.T @ centred + np.outer(delta, delta) * (
-            count * n / total
-        )
-        mean += delta * (n / total)
+        with np.errstate(over="ignore", invalid="ignore"):  # Checked below.
+            batch_mean = batch.mean(axis=0)
+            centred = batch - batch_mean
+            delta = batch_mean - mean
+            scatter += centred.T @ centred + np.outer(delta, delta) * (
+                count * n / total
+            )
+            mean += delta * (n / total)
         count = total
+        if not (np.isfinite(mean).all() and np.isfinite(scatter).all()):
+            # Read so far: with a stream, `largest` is of rows 0..count-1.
+            rows = f" of rows 0 to {count - 1}" if streamed else ""
+            raise ValueError(
+                "Whitening.adapt: the vectors overflow float64 when squared "
+                "(their covariance is not finite): the largest "
+                f"|value|{rows} is {largest[0]:.3g}, at "
+                f"row {largest[1]}, column {largest[2]}. Deviations from the "
+                f"mean must stay well below sqrt(float64 max) = "
+                f"{_SQRT_FLOAT64_MAX:.3g}; rescale the vectors."
+            )
     if count < 2:
         raise ValueError(
             f"Whitening.adapt needs at least 2 vectors; got {count}."
         )
-    return mean, scatter / (count - 1), count
+    return mean, scatter / (count - 1), count, largest
+
+
+# Deviations above this overflow float64 when squared.
+_SQRT_FLOAT64_MAX = float(np.sqrt(np.finfo("float64").max))
 
 
 # Machine epsilon of float32, the precision kcse's models compute vectors in
@@ -211,8 +244,30 @@ class Whitening(keras.layers.Layer):
         return int(np.sum(~np.any(kernel != 0, axis=0)))
 
     def adapt(self, data):
-        """Computes `mu` and `W` from `data` (array or iterable of batches)."""
-        mean, covariance, _ = whitening_statistics(data)
+        """Computes `mu` and `W` from `data` (array or iterable of batches).
+
+        Raises:
+            ValueError: the vectors hold NaN or inf (each batch is checked
+                before it is used; the message gives the count and the
+                (row, column) of the first); they overflow float64 when
+                squared, as at a scale of 1e300 (it names the largest
+                |value| and its row and column); they exceed the range of
+                the layer's dtype (float32 by default: |value| > 3.4e38),
+                which its weights and `call` compute in; fewer than 2
+                vectors, a shape or dim that does not fit, or all vectors
+                equal.
+        """
+        mean, covariance, _, largest = whitening_statistics(data)
+        dtype = np.dtype(keras.backend.standardize_dtype(self.variable_dtype))
+        dtype_max = float(np.finfo(dtype).max)
+        if largest[0] > dtype_max:
+            raise ValueError(
+                f"Whitening.adapt: the vectors exceed the range of the "
+                f"layer's dtype {dtype.name} (max {dtype_max:.3g}), "
+                f"which its mean and call compute in: the largest |value| is "
+                f"{largest[0]:.3g}, at row {largest[1]}, column {largest[2]}. "
+                f"Rescale the vectors, or use Whitening(dtype=\"float64\")."
+            )
         if not self.built:
             self.build((None, mean.shape[0]))
         elif self.mean.shape[0] != mean.shape[0]:

@@ -4,6 +4,7 @@ Glow (tests/bert_flow_reference.py, bohanli/BERT-flow) and brute force."""
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -291,7 +292,7 @@ def test_bad_input_raises_clear_errors():
         flow.adapt(vectors(4, 8))
     bad = vectors(10, 16)
     bad[3, 2] = np.nan
-    with pytest.raises(ValueError, match="NaN or infinite.*row 3"):
+    with pytest.raises(ValueError, match="non-finite value.*row 3, column 2"):
         flow.adapt(bad)
     with pytest.raises(ValueError, match="non-empty"):
         flow.adapt(np.zeros((0, 16), "float32"))
@@ -307,6 +308,55 @@ def test_bad_input_raises_clear_errors():
         BertFlow().inverse(vectors(2, 16))
     # Fewer vectors than a batch: one smaller batch.
     assert np.isfinite(flow.adapt(vectors(10, 16), batch_size=64))
+
+
+def tiny_flow():
+    return BertFlow(n_levels=2, depth=1, coupling_width=4, seed=0)
+
+
+def planted(bad, scale=1.0):
+    """10 vectors of dim 8 uniform in (-1, 1) times `scale`, with `bad`'s
+    values."""
+    x = np.random.default_rng(0).uniform(-1, 1, (10, 8)) * scale
+    for (row, column), value in bad.items():
+        x[row, column] = value
+    return x.astype("float32")
+
+
+@pytest.mark.parametrize(
+    "bad, scale, message",
+    [
+        ({(5, 2): np.nan, (6, 0): np.nan, (7, 3): np.inf}, 1.0,
+         "BertFlow.adapt: 3 non-finite values in the vectors (2 NaN, 1 inf), "
+         "the first at row 5, column 2."),
+        ({(2, 1): -np.inf}, 1.0,
+         "BertFlow.adapt: 1 non-finite value in the vectors (0 NaN, 1 inf), "
+         "the first at row 2, column 1."),
+        # Finite, but 1e60 > float32 max: the loss would be inf, the
+        # embeddings NaN.
+        ({(3, 1): 2e30}, 1e30,
+         "BertFlow.adapt: the vectors overflow float32 when squared: the "
+         "largest |value| is 2e+30, at row 3, column 1, above sqrt(float32 "
+         "max) = 1.84e+19."),
+    ],
+    ids=["nan", "inf", "1e30"],
+)
+def test_bad_vectors_are_an_error_before_training(bad, scale, message):
+    flow = tiny_flow()
+    with pytest.raises(ValueError, match=re.escape(message)):
+        flow.adapt(planted(bad, scale))
+    assert not flow.built  # Raised before any work.
+
+
+def test_non_finite_loss_stops_training():
+    from kcse.objectives import NonFiniteLossError
+
+    # Step 1's update with a learning rate of 1e30 breaks the weights.
+    with pytest.raises(
+        NonFiniteLossError, match="the training loss became (nan|inf) at step 2"
+    ) as caught:
+        tiny_flow().adapt(planted({}), batch_size=4, learning_rate=1e30)
+    assert caught.value.step == 2
 
 
 OTHER_BACKEND = """

@@ -1,6 +1,7 @@
 """Tests for kcse.layers.Whitening against a numpy BERT-whitening reference."""
 
 import gc
+import re
 import tracemalloc
 
 import keras
@@ -279,6 +280,68 @@ def test_n_components_not_positive(k):
 def test_all_vectors_equal_is_an_error():
     with pytest.raises(ValueError, match="all equal"):
         Whitening().adapt(np.ones((5, DIM), "float32"))
+
+
+def _planted(bad, scale=1.0, n=8):
+    """`n` vectors uniform in (-1, 1) times `scale`, with `bad`'s values."""
+    x = np.random.default_rng(0).uniform(-1, 1, (n, DIM)) * scale
+    for (row, column), value in bad.items():
+        x[row, column] = value
+    return x
+
+
+@pytest.mark.parametrize(
+    "bad, as_generator, message",
+    [
+        ({(5, 2): np.nan, (6, 0): np.nan, (7, 3): np.inf}, False,
+         "Whitening.adapt: 3 non-finite values in the vectors (2 NaN, 1 inf), "
+         "the first at row 5, column 2."),
+        ({(2, 1): -np.inf}, False,
+         "Whitening.adapt: 1 non-finite value in the vectors (0 NaN, 1 inf), "
+         "the first at row 2, column 1."),
+        # A stream is checked batch by batch (of 4 rows here), rows counted
+        # across batches.
+        ({(5, 2): np.nan, (6, 0): np.nan, (7, 3): np.inf}, True,
+         "Whitening.adapt: 3 non-finite values in rows 4 to 7 of the vectors "
+         "(2 NaN, 1 inf), the first at row 5, column 2."),
+    ],
+    ids=["nan", "inf", "nan_in_stream"],
+)
+def test_non_finite_vectors_are_an_error(bad, as_generator, message):
+    x = _planted(bad)
+    layer = Whitening()
+    with pytest.raises(ValueError, match=re.escape(message)):
+        layer.adapt(iter([x[:4], x[4:]]) if as_generator else x)
+    assert not layer.built  # Raised before any work.
+
+
+def test_vectors_whose_squares_overflow_float64_are_an_error():
+    x = _planted({(3, 1): 2e300}, scale=1e300)
+    message = (
+        "Whitening.adapt: the vectors overflow float64 when squared (their "
+        "covariance is not finite): the largest |value| is 2e+300, at row 3, "
+        "column 1. Deviations from the mean must stay well below "
+        "sqrt(float64 max) = 1.34e+154; rescale the vectors."
+    )
+    with pytest.raises(ValueError, match=re.escape(message)):
+        Whitening().adapt(x)
+
+
+def test_vectors_beyond_the_layer_dtype_are_an_error():
+    # Finite covariance in float64, but the float32 mean would be inf.
+    x = _planted({(3, 1): 2e100}, scale=1e100, n=50)
+    message = (
+        "Whitening.adapt: the vectors exceed the range of the layer's dtype "
+        "float32 (max 3.4e+38), which its mean and call compute in: the "
+        "largest |value| is 2e+100, at row 3, column 1."
+    )
+    with pytest.raises(ValueError, match=re.escape(message)):
+        Whitening().adapt(x)
+    layer = Whitening(dtype="float64")
+    layer.adapt(x)
+    np.testing.assert_allclose(
+        np.cov(_output(layer, x).T), np.eye(DIM), atol=1e-6
+    )
 
 
 @pytest.mark.parametrize("epsilon", [0.0, 1e-6])
