@@ -22,6 +22,7 @@ import os
 import pathlib
 import sys
 import warnings
+import zipfile
 
 # Random seeds reach numpy, whose seeds are 32-bit unsigned.
 SEED_LIMIT = 2**32
@@ -111,10 +112,17 @@ rate = number(minimum=0, below=1)
 
 
 def comma_list(text):
-    """`"a, b,c"` -> `["a", "b", "c"]`; an empty list is an error."""
-    items = [item.strip() for item in text.split(",") if item.strip()]
-    if not items:
+    """`"a, b,c"` -> `["a", "b", "c"]`; an empty list or item is an error.
+
+    An empty item (`"P1,,P3"`, `"P1,"`) is not skipped: it is most likely a
+    name left out by mistake.
+    """
+    items = [item.strip() for item in text.split(",")]
+    if not any(items):
         raise argparse.ArgumentTypeError(f"expected a comma-separated list; got {text!r}")
+    if not all(items):
+        raise argparse.ArgumentTypeError(
+            f"an empty item in {text!r}; give names separated by single commas")
     return items
 
 
@@ -176,22 +184,35 @@ def check_output(path, flag, folder, suffixes=()):
         existing = existing.parent
     if not existing.is_dir():
         raise UsageError(f"{flag} {path}: {existing} is a file, not a folder")
+    if read_only_file_system(existing):
+        raise UsageError(f"{flag} {path}: cannot write in {existing} (read-only file system)")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise UsageError(f"{flag} {path}: cannot write in {existing} (permission denied)")
+
+
+def read_only_file_system(path):
+    """Whether `path` is on a file system mounted read-only (False where unknown)."""
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # No statvfs on Windows.
+        return False
 
 
 def check_model_name(name, flag, checkpoint_root=None, su_checkpoints=(), short_names=(),
                      families=()):
     """What can be checked of a model name without loading anything.
 
-    `.keras` files and folders must exist; Su's names need
-    `checkpoint_root` holding their folder; `PATH:family` needs a known
-    family and a folder. Other names are keras-hub presets: an unknown one
-    is an error when keras-hub's preset list can be read without importing
-    it (`keras_hub_presets`), else it is checked when keras-hub loads.
+    `.keras` files must exist and be Keras archives (zip files holding
+    config.json); folders must exist; Su's names need `checkpoint_root`
+    holding their folder; `PATH:family` needs a known family and a folder;
+    any other existing file is not a model. Other names are keras-hub
+    presets: an unknown one is an error when keras-hub's preset list can be
+    read without importing it (`keras_hub_presets`), else it is checked
+    when keras-hub loads.
     """
     if name.endswith(".keras"):
-        return check_input_file(name, flag)
+        check_input_file(name, flag)
+        return check_keras_archive(name, flag)
     if name in su_checkpoints:
         if checkpoint_root is None:
             raise UsageError(f"{flag} {name} needs --checkpoint-root, the folder holding "
@@ -207,6 +228,11 @@ def check_model_name(name, flag, checkpoint_root=None, su_checkpoints=(), short_
         return check_input_folder(path, flag)
     if pathlib.Path(name).is_dir():
         return None
+    if pathlib.Path(name).exists():
+        raise UsageError(
+            f"{flag} {name}: a file, but not a model; give a .keras file, a model "
+            f"folder, a model name ({', '.join([*short_names, *su_checkpoints])}) "
+            "or a keras-hub preset")
     if os.sep in name or name.startswith(("~", ".")):
         raise UsageError(f"{flag} {name}: no such file or folder")
     presets = keras_hub_presets()
@@ -218,6 +244,23 @@ def check_model_name(name, flag, checkpoint_root=None, su_checkpoints=(), short_
             + (f"; did you mean {', '.join(close)}?" if close else "")
         )
     return None
+
+
+def check_keras_archive(path, flag):
+    """`path` (a `.keras` file) is a Keras archive: a zip file with config.json.
+
+    Keras itself says "File not found" of a file that is there but is not a
+    zip archive; this says what is wrong, before Keras loads.
+    """
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = set(archive.namelist())
+    except (zipfile.BadZipFile, OSError) as error:
+        raise UsageError(f"{flag} {path}: not a valid Keras archive ({error}); a .keras "
+                         "file is a zip archive holding config.json") from None
+    if "config.json" not in names:
+        raise UsageError(f"{flag} {path}: not a valid Keras archive (no config.json in "
+                         "the zip archive); a .keras file is a zip archive holding config.json")
 
 
 def keras_hub_presets():

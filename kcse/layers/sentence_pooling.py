@@ -3,30 +3,12 @@
 import keras
 from keras import ops
 
+# The names, aliases and resolve_pooling are Keras-free, in pooling_rules (the
+# commands check --pooling with them before TensorFlow starts).
+from kcse.layers.pooling_rules import POOLING_ALIASES  # noqa: F401
+from kcse.layers.pooling_rules import POOLING_MODES  # noqa: F401
+from kcse.layers.pooling_rules import resolve_pooling
 from kcse.layers.wk_pooling import wk_pool
-
-POOLING_ALIASES = {
-    "P1": "cls",
-    "P2": "pooler",
-    "P3": "last_avg",
-    "P4": "first_last_avg",
-}
-POOLING_MODES = ("cls", "pooler", "last_avg", "first_last_avg", "last2avg", "max", "wk")
-
-
-def resolve_pooling(pooling):
-    """Return the canonical pooling name for `pooling` or one of its aliases.
-
-    `"P1"`..`"P4"` are the names of Su Jianlin's comparison: cls, pooler,
-    last_avg and first_last_avg.
-    """
-    name = POOLING_ALIASES.get(pooling, pooling)
-    if name not in POOLING_MODES:
-        raise ValueError(
-            f"Unknown pooling {pooling!r}. Expected one of "
-            f"{list(POOLING_MODES)} or an alias in {list(POOLING_ALIASES)}."
-        )
-    return name
 
 
 def masked_mean(states, padding_mask):

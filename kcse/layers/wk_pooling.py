@@ -10,53 +10,15 @@ import keras
 import numpy as np
 from keras import ops
 
-# The authors' defaults (`SBERT_WK.py`'s `--layer_start`, `--context_window_size`).
-LAYER_START = 4
-CONTEXT_WINDOW = 2
+# The authors' defaults and the layer checks: Keras-free, in pooling_rules
+# (the commands check --pooling wk with them before TensorFlow starts).
+from kcse.layers.pooling_rules import CONTEXT_WINDOW
+from kcse.layers.pooling_rules import LAYER_START
+from kcse.layers.pooling_rules import check_layers
+from kcse.layers.pooling_rules import context_windows
+
 # Denominators whose magnitude is below this are taken as 1 (see `wk_pool`).
 TINY = 1e-30
-
-
-def context_windows(num_layers, context_window):
-    """The context layers of each of `num_layers` layers, as the authors take them.
-
-    Layer `k`'s window is `left + right` with `left = layers[k - w:k]` and
-    `right = layers[k + 1:k + w + 1]`: Python's (and numpy's) slices, so for
-    `k < w` the negative start counts from the end and the left window is
-    EMPTY whenever there are at least `w` layers (not layers `0..k-1`).
-
-    Example:
-    ```python
-    from kcse.layers.wk_pooling import context_windows
-    assert context_windows(4, 2) == [[1, 2], [2, 3], [0, 1, 3], [1, 2]]
-    ```
-    """
-    layers = list(range(num_layers))
-    return [
-        layers[k - context_window : k] + layers[k + 1 : k + context_window + 1]
-        for k in layers
-    ]
-
-
-def check_layers(num_hidden_states, layer_start=LAYER_START, context_window=CONTEXT_WINDOW):
-    """Raises `ValueError` unless WK pooling is defined on that many states.
-
-    `num_hidden_states` counts the embeddings and every transformer block.
-    Every layer from `layer_start` on needs at least one context layer;
-    otherwise the authors' code divides zero by zero.
-    """
-    used = num_hidden_states - layer_start
-    windows = context_windows(max(used, 0), context_window)
-    if used < 1 or not all(windows):
-        raise ValueError(
-            f"WK pooling with layer_start={layer_start} and context_window="
-            f"{context_window} needs every layer from hidden state {layer_start} on "
-            f"to have a context layer; got {num_hidden_states} hidden states (the "
-            f"embeddings and {num_hidden_states - 1} transformer blocks), so "
-            f"{max(used, 0)} layers are used. {layer_start + context_window + 1} "
-            f"hidden states ({layer_start + context_window} blocks) or more always "
-            "work; use a deeper backbone or a smaller layer_start."
-        )
 
 
 def _dot(a, b):

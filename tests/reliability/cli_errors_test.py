@@ -65,7 +65,30 @@ def files(tmp_path_factory):
     (folder / "existing.json").write_text("[]")
     (folder / "a_folder").mkdir()
     (folder / "a_folder" / "x").write_text("x")
+    (folder / "texts.jsonl").write_text('{"text": "你好"}\n', encoding="utf-8")
+    (folder / "corrupt.keras").write_bytes(b"not a zip archive")
+    (folder / "synonyms_bad.txt").write_text("好\t佳\n喜欢 喜爱\n", encoding="utf-8")
+    (folder / "synonyms_none.txt").write_text("# word<TAB>synonyms\n好\t好\n",
+                                              encoding="utf-8")
+    # A task whose test labels are all equal: Spearman is undefined there.
+    write_constant_task(folder / "constant", "test")
     return folder
+
+
+def write_constant_task(data_dir, split, pairs=3):
+    """`data_dir/STS-B/` of the bundled STS-B's first pairs, `split`'s
+    labels all 3 (`pairs` of them)."""
+    from kcse.data.chinese import BUNDLED_CHINESE_STS
+
+    (data_dir / "STS-B").mkdir(parents=True)
+    for name in ("train", "valid", "test"):
+        lines = (BUNDLED_CHINESE_STS / "STS-B" / f"STS-B.{name}.data").read_text(
+            encoding="utf-8").splitlines()[:pairs if name == split else 20]
+        if name == split:
+            lines = ["\t".join(line.split("\t")[:2] + ["3"]) for line in lines]
+        (data_dir / "STS-B" / f"STS-B.{name}.data").write_text(
+            "\n".join(lines) + "\n", encoding="utf-8")
+    return data_dir
 
 
 TRAIN = ["train", "--model", "e5-small", "--output", "{tmp}/run"]
@@ -159,6 +182,30 @@ KCSE_CASES = {
     "checkpoint root is a file": (["encode", "--model", "BERT", "--checkpoint-root",
                                    "{f}/a_file", "--input", "{f}/texts.txt", "--output",
                                    "{tmp}/v.npy"], ["--checkpoint-root", "is a file"]),
+    # Issue 29: said at once, in words that fit.
+    "train on constant test labels": (
+        TRAIN + ["--data-dir", "{f}/constant"],
+        ["{f}/constant/STS-B/STS-B.test.data: The gold scores are all equal (3), so "
+         "Spearman's correlation with them is undefined; kcse train scores the test "
+         "split before and after training"]),
+    "a bad synonym line": (
+        TRAIN + ["--text-views", "synonym_substitution,word_deletion",
+                 "--synonyms", "{f}/synonyms_bad.txt"],
+        ["--synonyms {f}/synonyms_bad.txt:2: expected word<TAB>synonyms"]),
+    "a synonym table without synonyms": (
+        TRAIN + ["--text-views", "synonym_substitution,word_deletion",
+                 "--synonyms", "{f}/synonyms_none.txt"],
+        ["--synonyms {f}/synonyms_none.txt: no word with a synonym"]),
+    "an empty text view": (TRAIN + ["--text-views", "word_deletion,,reordering"],
+                           ["--text-views", "an empty item in 'word_deletion,,reordering'"]),
+    "a corrupt keras file": (
+        ["encode", "--model", "{f}/corrupt.keras", "--input", "{f}/texts.txt",
+         "--output", "{tmp}/v.npy"],
+        ["--model {f}/corrupt.keras: not a valid Keras archive (File is not a zip file)"]),
+    "a jsonl file as the model": (
+        ["encode", "--model", "{f}/texts.jsonl", "--input", "{f}/texts.txt",
+         "--output", "{tmp}/v.npy"],
+        ["--model {f}/texts.jsonl: a file, but not a model; give a .keras file"]),
 }
 
 
@@ -192,6 +239,10 @@ RECIPE_CASES = {
         (["--long-max-length", "0"], ["--long-max-length"]),
         (["--precision", "fp16"], ["--precision", "'fp16'", "'float16'"]),
         (["--compilation-cache", "{f}/a_file"], ["--compilation-cache", "is a file"]),
+        (["--poolings", "P1,,P3"], ["--poolings", "an empty item in 'P1,,P3'"]),
+        (["--postprocess", "whitening,"], ["--postprocess", "an empty item"]),
+        (["--text-views", "synonym_substitution,word_deletion", "--synonyms",
+          "{f}/synonyms_bad.txt"], ["--synonyms {f}/synonyms_bad.txt:2:"]),
     ],
     "consert": [
         (["--views", "adversarial:0,shuffle"], ["--views", "adversarial:0", "> 0"]),
@@ -242,13 +293,250 @@ def test_a_length_beyond_the_position_embeddings_is_refused(tiny_model, files, t
 
 
 def test_a_pooling_the_model_lacks_is_refused(tmp_path, files):
+    # The checkpoint's files say it (its .index lists no pooler): before
+    # TensorFlow starts, not after the model loaded.
     from checkpoints import write_family
 
     folder = write_family(tmp_path, "bert", pooler=False)
     result = run("kcse", "encode", "--model", f"{folder}:bert", "--pooling", "P2",
                  "--input", files / "texts.txt", "--output", tmp_path / "v.npy")
-    assert_one_line_error(result, "kcse encode", "--pooling P2", "pooler", tensorflow=True)
+    assert_one_line_error(
+        result, "kcse encode",
+        f"--pooling P2: {folder / 'bert_model.ckpt.index'}: no pretrained pooler (no "
+        "variable bert/pooler/dense/kernel); use another pooling")
     assert not (tmp_path / "v.npy").exists()
+
+
+@pytest.fixture
+def no_model_loads(monkeypatch):
+    """Every way the commands and recipes load a model fails the test."""
+    import keras
+
+    from kcse.experiments import grid
+    from kcse.models import model_sources
+
+    def load(*args, **kwargs):
+        raise AssertionError("a model was loaded")
+
+    for owner in (model_sources, grid):
+        monkeypatch.setattr(owner, "load_model", load)
+    monkeypatch.setattr(keras.saving, "load_model", load)
+
+
+def assert_error_line(capsys, prefix, message):
+    """stderr is exactly one line, `<prefix>: error: <message>`."""
+    assert capsys.readouterr().err == f"{prefix}: error: {message}\n"
+
+
+@pytest.mark.parametrize("pooling, family, pooler, problem", [
+    ("P2", "nezha", False, "{index}: no pretrained pooler (no variable "
+                           "bert/pooler/dense/kernel)"),
+    ("pooler", "bert", False, "{index}: no pretrained pooler (no variable "
+                              "bert/pooler/dense/kernel)"),
+    ("wk", "bert", True, "{config}: 2 transformer blocks, too few for WK pooling "
+                         "(layer_start 4, context window 2: 6 or more)"),
+])
+@pytest.mark.parametrize("command", ["train", "evaluate", "encode", "export"])
+def test_a_pooling_the_checkpoint_lacks_is_refused_before_it_loads(
+        command, pooling, family, pooler, problem, tmp_path, files, capsys, no_model_loads):
+    from checkpoints import write_family
+
+    from kcse import cli
+
+    folder = write_family(tmp_path, family, pooler=pooler)
+    rest = {"train": ["--output", str(tmp_path / "run")],
+            "evaluate": ["--data", str(files / "pairs.data")],
+            "encode": ["--input", str(files / "texts.txt"), "--output", str(tmp_path / "v.npy")],
+            "export": ["--output", str(tmp_path / "served")]}[command]
+    assert cli.main([command, "--model", f"{folder}:{family}", "--pooling", pooling,
+                     *rest]) == 2
+    problem = problem.format(index=folder / "bert_model.ckpt.index",
+                             config=folder / "bert_config.json")
+    assert_error_line(capsys, f"kcse {command}",
+                      f"--pooling {pooling}: {problem}; use another pooling")
+
+
+def test_a_pooling_the_files_cannot_tell_is_left_to_the_loading(tmp_path):
+    # A folder without a readable config, presets by name: nothing is known
+    # before loading, so the check after it loads (SentenceEncoder) decides.
+    from kcse.models import model_sources
+
+    (tmp_path / "model").mkdir()
+    assert model_sources.pooling_problem(str(tmp_path / "model"), "wk") is None
+    assert model_sources.pooling_problem("e5-small", "P2") is None
+    assert model_sources.pooling_problem("bert_tiny_en_uncased", "wk") is None
+
+
+@pytest.mark.parametrize("split, protocol, pairs, problem", [
+    ("test", "su", 3, "The gold scores are all equal (3), so Spearman's correlation "
+                      "with them is undefined; kcse train scores the test split before "
+                      "and after training"),
+    ("test", "su", 1, "STS evaluation needs at least 2 pairs; got 1; kcse train scores "
+                      "the test split before and after training"),
+    ("valid", "clean", 3, "The gold scores are all equal (3), so Spearman's correlation "
+                          "with them is undefined; kcse train scores the valid split to "
+                          "keep the best step"),
+])
+def test_train_refuses_a_split_it_cannot_score_before_the_model_loads(
+        split, protocol, pairs, problem, tmp_path, capsys, no_model_loads, monkeypatch):
+    from kcse import cli
+
+    started = []
+    monkeypatch.setattr(cli, "start_tensorflow", lambda *args: started.append(1))
+    data_dir = write_constant_task(tmp_path / "data", split, pairs)
+    assert cli.main(["train", "--model", "e5-small", "--data-dir", str(data_dir),
+                     "--protocol", protocol, "--output", str(tmp_path / "run")]) == 2
+    assert_error_line(capsys, "kcse train",
+                      f"{data_dir / 'STS-B' / f'STS-B.{split}.data'}: {problem}")
+    assert started == [] and not (tmp_path / "run").exists()
+
+
+def test_train_without_valid_selection_does_not_score_valid(tmp_path, monkeypatch):
+    # --protocol su keeps no step on valid: constant valid labels are not scored.
+    from kcse import cli
+
+    data_dir = write_constant_task(tmp_path / "data", "valid")
+    monkeypatch.setattr(cli, "start_tensorflow", lambda *args: (_ for _ in ()).throw(
+        RuntimeError("reached the training")))
+    with pytest.raises(RuntimeError, match="reached the training"):
+        cli.main(["train", "--model", "e5-small", "--data-dir", str(data_dir),
+                  "--protocol", "su", "--output", str(tmp_path / "run")])
+
+
+@pytest.mark.parametrize("split, pairs, problem", [
+    ("test", 3, "The gold scores are all equal (3), so Spearman's correlation with them "
+                "is undefined"),
+    ("train", 1, "STS evaluation needs at least 2 pairs; got 1"),
+])
+def test_recipes_refuse_a_split_the_grid_cannot_score_before_any_model_loads(
+        split, pairs, problem, tmp_path, files, capsys, no_model_loads, monkeypatch):
+    from checkpoints import write_family
+    from tiny_grid import recipe
+
+    monkeypatch.setattr(sys, "argv", ["chinese_simcse.py"])  # The parser's prog.
+    data_dir = write_constant_task(tmp_path / "data", split, pairs)
+    folder = write_family(tmp_path, "bert")
+    with pytest.raises(SystemExit) as exit:
+        recipe("chinese_simcse").main([
+            "--models", f"{folder}:bert", "--data-dir", str(data_dir),
+            "--output", str(tmp_path / "out"), "--poolings", "P3"])
+    assert exit.value.code == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [
+        f"chinese_simcse.py: error: {data_dir / 'STS-B' / f'STS-B.{split}.data'}: "
+        f"{problem}; the grid scores every split of a task ({split} here)"]
+
+
+@pytest.mark.parametrize("content, message", [
+    ("好\t佳\n喜欢 喜爱\n", "{path}:2: expected word<TAB>synonyms separated by spaces; "
+                          "no tab in '喜欢 喜爱'."),
+    ("好\t\n", "{path}:1: '好' has no synonym after the tab."),
+    ("# only a comment\n\n", "{path}: no word with a synonym; give a line per word, "
+                             "word<TAB>synonym synonym ..."),
+    (b"\xff\xfe\xfd\n", "{path}: not valid utf-8-sig text"),
+])
+def test_a_bad_synonym_file_is_refused_before_the_model_loads(
+        content, message, tmp_path, capsys, no_model_loads, monkeypatch):
+    from kcse import cli
+    from tiny_grid import recipe
+
+    monkeypatch.setattr(sys, "argv", ["chinese_simcse.py"])  # The parser's prog.
+    path = tmp_path / "synonyms.txt"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    views = ["--text-views", "synonym_substitution,word_deletion", "--synonyms", str(path)]
+    monkeypatch.setattr(cli, "start_tensorflow", lambda *args: pytest.fail("TF started"))
+    assert cli.main(["train", "--model", "e5-small", "--output", str(tmp_path / "run"),
+                     *views]) == 2
+    error = capsys.readouterr().err
+    expected = "kcse train: error: --synonyms " + message.format(path=path)
+    assert error.startswith(expected) and error.count("\n") == 1, error
+    with pytest.raises(SystemExit) as exit:
+        recipe("chinese_simcse").main(["--output", str(tmp_path / "out"), *views])
+    assert exit.value.code == 2
+    error = capsys.readouterr().err
+    assert error.startswith(expected.replace("kcse train", "chinese_simcse.py"))
+    assert error.count("\n") == 1
+
+
+def test_a_good_synonym_file_is_read_once_by_the_checks(tmp_path):
+    from kcse.experiments import command_line
+
+    path = tmp_path / "synonyms.txt"
+    path.write_text("好\t佳 好\n", encoding="utf-8")
+    parser = command_line.comparison_parser("doc\n\nmore", tmp_path / "out")
+    command_line.add_method_arguments(parser, ["simcse"])
+    args = parser.parse_args(["--text-views", "synonym_substitution,word_deletion",
+                              "--synonyms", str(path), "--output", str(tmp_path / "out")])
+    command_line.check_comparison_arguments(args, "simcse")
+    assert args.synonym_table == {"好": ["佳", "好"]}
+
+
+def test_a_corrupt_keras_file_is_not_called_missing(tmp_path, capsys, no_model_loads):
+    import zipfile
+
+    from kcse import cli
+
+    for name, write, problem in [
+        ("corrupt.keras", lambda path: path.write_bytes(b"PK\x03\x04 cut short"),
+         "not a valid Keras archive (File is not a zip file); a .keras file is a zip "
+         "archive holding config.json"),
+        ("other.keras", lambda path: zipfile.ZipFile(path, "w").close(),
+         "not a valid Keras archive (no config.json in the zip archive); a .keras file "
+         "is a zip archive holding config.json"),
+    ]:
+        path = tmp_path / name
+        write(path)
+        assert cli.main(["export", "--model", str(path), "--output",
+                         str(tmp_path / "served")]) == 2
+        assert_error_line(capsys, "kcse export", f"--model {path}: {problem}")
+
+
+@pytest.mark.parametrize("name", ["texts.jsonl", "pairs.data"])
+def test_an_existing_file_that_is_no_model_is_not_called_missing(
+        name, files, capsys, no_model_loads, monkeypatch):
+    from kcse import cli
+
+    for model in (str(files / name), name):  # A path, and a bare name in the folder.
+        monkeypatch.chdir(files)
+        assert cli.main(["evaluate", "--model", model, "--data",
+                         str(files / "pairs.data")]) == 2
+        error = capsys.readouterr().err
+        assert error.startswith(
+            f"kcse evaluate: error: --model {model}: a file, but not a model; give a "
+            ".keras file, a model folder, a model name (e5-small, BERT, "), error
+        assert error.endswith(") or a keras-hub preset\n")
+
+
+def test_a_read_only_file_system_is_called_so(tmp_path, files, monkeypatch, capsys):
+    from kcse import cli
+
+    target = tmp_path / "mounted"
+    target.mkdir()
+    real_statvfs, real_access = os.statvfs, os.access
+
+    class ReadOnly:
+        def __init__(self, real):
+            self.real = real
+
+        def __getattr__(self, name):
+            value = getattr(self.real, name)
+            return value | os.ST_RDONLY if name == "f_flag" else value
+
+    monkeypatch.setattr(os, "statvfs", lambda path: (
+        ReadOnly(real_statvfs(path)) if pathlib.Path(path) == target else real_statvfs(path)))
+    # access(2) fails with EROFS there, whoever asks.
+    monkeypatch.setattr(os, "access", lambda path, mode: (
+        False if pathlib.Path(path) == target and mode & os.W_OK else real_access(path, mode)))
+    for command, output in [("encode", target / "v.npy"), ("export", target / "served"),
+                            ("train", target / "run")]:
+        rest = ["--input", str(files / "texts.txt")] if command == "encode" else []
+        assert cli.main([command, "--model", "e5-small", *rest,
+                         "--output", str(output)]) == 2
+        assert_error_line(capsys, f"kcse {command}",
+                          f"--output {output}: cannot write in {target} (read-only file system)")
 
 
 def test_a_saved_encoder_keeps_its_pooling_and_takes_a_max_length(tmp_path, files, capsys):

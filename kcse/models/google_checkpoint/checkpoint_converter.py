@@ -7,6 +7,7 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
+from kcse.models.google_checkpoint.checkpoint_index import index_files
 from kcse.models.google_checkpoint.families import FAMILIES
 from kcse.models.google_checkpoint.families import JIEBA_FAMILIES
 from kcse.models.wobert.jieba_word_piece_tokenizer import JiebaWordPieceTokenizer
@@ -50,9 +51,7 @@ class CheckpointError(ValueError):
 
 def checkpoint_prefix(folder):
     """The `<prefix>` of the one `<prefix>.index` checkpoint in `folder`."""
-    indexes = sorted(pathlib.Path(folder).glob("*.ckpt.index")) or sorted(
-        pathlib.Path(folder).glob("*.index")
-    )
+    indexes = index_files(folder)
     if not indexes:
         raise FileNotFoundError(
             f"No TF checkpoint (*.ckpt.index) in {folder}: expected the "
