@@ -23,11 +23,9 @@ from kcse.experiments.published import published_cell
 from kcse.experiments.provenance import run_provenance
 from kcse.weight_snapshot import WeightSnapshot
 from kcse.experiments import results
+from kcse.layers.pooling_rules import unavailable_pooling
 from kcse.layers.sentence_pooling import resolve_pooling
 from kcse.layers.whitening import Whitening
-from kcse.layers.wk_pooling import CONTEXT_WINDOW
-from kcse.layers.wk_pooling import LAYER_START
-from kcse.layers.wk_pooling import check_layers
 from kcse.models.model_sources import ModelSpec
 from kcse.models.model_sources import load_model
 from kcse.models.model_sources import resolve_model
@@ -50,20 +48,19 @@ def skipped_pooling(backbone, pooling):
     as the "-" of Su's table), or None when the pooling can run.
 
     P2 needs a pretrained pooler; WK pooling, with the authors' defaults, a
-    backbone of at least 6 transformer blocks (`wk_pooling.check_layers`).
+    backbone of at least 6 transformer blocks: the rule of
+    `pooling_rules.unavailable_pooling`, which the commands apply to a
+    model's files before it loads.
     """
     mode = resolve_pooling(pooling)
-    if mode == "pooler" and not has_pooler(backbone):
-        return f"no pretrained pooler, {pooling} skipped ('-' in Su's table)"
-    if mode == "wk":
-        blocks = len(backbone.transformer_layers)
-        try:
-            check_layers(blocks + 1)
-        except ValueError:
-            return (f"{blocks} transformer blocks, too few for WK pooling "
-                    f"(layer_start {LAYER_START}, context window {CONTEXT_WINDOW}: "
-                    f"{LAYER_START + CONTEXT_WINDOW} or more), {pooling} skipped")
-    return None
+    reason = unavailable_pooling(
+        pooling,
+        blocks=len(backbone.transformer_layers) if mode == "wk" else None,
+        pooler=has_pooler(backbone) if mode == "pooler" else None,
+    )
+    if reason is None:
+        return None
+    return f"{reason}, {pooling} skipped" + (" ('-' in Su's table)" if mode == "pooler" else "")
 
 
 def encode_splits(model, preprocessor, data, prefix, batch_size, splits=SPLITS):
@@ -482,6 +479,11 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
                 EveryPooling(encoders), preprocessor, data[task], spec.prefix, 64
             )
         for key, pooling, data_digest in runnable:
+            if not store.claim(key):  # Another run computes it, or did.
+                log(f"{key}: {'finished' if store.finished(key) else 'being computed'} "
+                    f"by another run sharing {store.json_path}: skipped here")
+                total -= 1
+                continue
             with scope():
                 record = run_cell(
                     spec, encoders[pooling], pooling, task, data[task],

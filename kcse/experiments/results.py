@@ -10,9 +10,18 @@ code that computes a cell differently, computes new cells beside the old
 ones; it never shows an old number for a new question.
 """
 
+import contextlib
+import errno
 import json
 import math
+import os
 import pathlib
+import warnings
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock.
+    fcntl = None
 
 from kcse import atomic_files
 from kcse import distribution
@@ -135,8 +144,20 @@ class ResultStore:
     ```
 
     Spearman and Pearson are ×100. `results.md` is written beside it. Both
-    files are replaced atomically. A results.json that is not valid JSON or
-    not of this schema raises `ResultsFileError` and is never overwritten.
+    files are replaced atomically: a reader never sees a partial file. A
+    results.json that is not valid JSON or not of this schema raises
+    `ResultsFileError` and is never overwritten.
+
+    Any number of runs may share one results folder (two recipe processes
+    with one `--output`, on two GPUs say). Every `add` holds an exclusive
+    lock (`flock` on `.results.json.lock`, a file kept beside results.json)
+    while it reads the cells on disk, adds its own and rewrites both
+    files: no run drops another's cells. A run computes a cell only after
+    claiming it (`claim`): a cell another live run is computing, or has
+    finished since, is left to that run. Claims are `flock`s too, so a run
+    that dies releases its claims with its process. On a file system
+    without locks (some network mounts) kcse warns once and writes without
+    them: runs sharing such a folder may then drop each other's cells.
     """
 
     def __init__(self, directory, title=CHINESE_TITLE):
@@ -144,25 +165,141 @@ class ResultStore:
         self.title = title
         self.json_path = self.directory / "results.json"
         self.markdown_path = self.directory / "results.md"
+        self.lock_path = self.directory / ".results.json.lock"
+        self.claims_path = self.directory / ".results.json.claims"
         self.cells = {}
+        self._claims = {}
+        self.reload()
+
+    def reload(self):
+        """Reads the cells on disk (other runs' included) into `cells`."""
         if self.json_path.exists():
             self.cells = read_cells(self.json_path)
 
     def finished(self, key):
-        """Whether cell `key` is stored and succeeded (failed cells rerun)."""
-        return self.cells.get(key, {}).get("status") == DONE
+        """Whether cell `key` is stored, succeeded and has every field its
+        schema requires (`REQUIRED_FIELDS`); failed or damaged cells rerun."""
+        return is_finished(self.cells.get(key))
+
+    def claim(self, key):
+        """Whether this run may compute cell `key`: True once it holds the
+        cell's claim and the cell is not finished on disk.
+
+        False when another live run holds the claim, or finished the cell
+        (`cells` then has its record). The claim is released by `add` of
+        the cell, `release`, or the end of the process.
+        """
+        if not distribution.is_chief():
+            return not self.finished(key)  # Process 0 claims for the run.
+        self.claims_path.mkdir(parents=True, exist_ok=True)
+        claim = _claim_file(self.claims_path / content_digest(key))
+        if claim is False:
+            return False
+        with self._locked():
+            self.reload()
+        if self.finished(key):
+            _release(claim)
+            return False
+        self._claims[key] = claim
+        return True
+
+    def release(self, key):
+        """Gives up the claim on cell `key`, if this run holds it."""
+        claim = self._claims.pop(key, None)
+        if claim is not None:
+            _release(claim, self.claims_path / content_digest(key))
 
     def add(self, key, record):
         """Stores one cell and rewrites both files atomically.
 
-        In a multi-process run (`kcse.distribution`) only process 0 writes:
+        Under the folder's lock: the cells on disk are read again and this
+        cell added to them, so cells other runs added are kept. In a
+        multi-process run (`kcse.distribution`) only process 0 writes:
         every process computes the same cells.
         """
         self.cells[key] = record
         if not distribution.is_chief():
             return
-        atomic_files.write_json(self.json_path, {"schema": SCHEMA, "cells": self.cells})
-        atomic_files.write_text(self.markdown_path, markdown(self.cells, self.title))
+        with self._locked():
+            self.reload()
+            self.cells[key] = record
+            atomic_files.write_json(self.json_path, {"schema": SCHEMA, "cells": self.cells})
+            atomic_files.write_text(self.markdown_path, markdown(self.cells, self.title))
+        self.release(key)
+
+    @contextlib.contextmanager
+    def _locked(self):
+        """Holds the folder's exclusive lock (blocking) for the body."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with open(self.lock_path, "a") as lock:
+            if _lock(lock, blocking=True):
+                try:
+                    yield
+                finally:
+                    fcntl.flock(lock, fcntl.LOCK_UN)
+            else:
+                yield
+
+
+# What a finished cell holds; a cell without one of them (edited by hand,
+# or written by a run that died in an older kcse) is computed again.
+REQUIRED_FIELDS = ("model", "model_source", "pooling", "task", "protocol", "method",
+                   "status", "reported_split", "raw", "whitening", "trained",
+                   "settings", "settings_id", "provenance")
+
+
+def is_finished(cell):
+    """Whether a stored cell succeeded and has all of `REQUIRED_FIELDS`."""
+    return (isinstance(cell, dict) and cell.get("status") == DONE
+            and all(field in cell for field in REQUIRED_FIELDS))
+
+
+# errno values of a file system that does not lock (NFS without lockd...).
+_NO_LOCKS = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL}
+_warned_no_locks = []
+
+
+def _lock(file, blocking):
+    """flock's exclusive lock on open `file`: True if held, False if another
+    holder has it (non-blocking only), None where locks are unsupported."""
+    try:
+        if fcntl is None:
+            raise OSError(errno.ENOSYS, "no flock on this platform")
+        fcntl.flock(file, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+        return True
+    except BlockingIOError:
+        return False
+    except OSError as error:
+        if error.errno not in _NO_LOCKS:
+            raise
+        if not _warned_no_locks:
+            _warned_no_locks.append(True)
+            warnings.warn(f"{file.name}: files cannot be locked here "
+                          f"({error.strerror}); runs sharing this results folder "
+                          "may drop each other's cells", stacklevel=3)
+        return None
+
+
+def _claim_file(path):
+    """An open claim file holding its lock; False if another run holds it."""
+    file = open(path, "a")
+    held = _lock(file, blocking=False)
+    if held is False:
+        file.close()
+        return False
+    return file
+
+
+def _release(file, path=None):
+    """Closes a claim file (releasing its lock), deleting it first at `path`.
+
+    Deleted while still locked: a run that opened it meanwhile then locks
+    a file no one uses and finds the cell finished (`claim` reads again).
+    """
+    if path is not None:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    file.close()
 
 
 def read_cells(path):
