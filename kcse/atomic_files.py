@@ -5,6 +5,10 @@ folder and is then renamed into place (`os.replace`, atomic on POSIX and
 Windows within one file system). A process killed at any moment leaves
 either the previous file, untouched, or the new one, complete; at worst a
 hidden temporary (`.<name>.<random>.tmp<suffix>`) stays behind beside it.
+A write that fails (a full disk, a read-only file system) or is
+interrupted (Ctrl-C) removes its temporary and the folders it created,
+and a failed write raises `WriteError`, which names the destination, not
+the temporary, and the space free there.
 
 Example:
 ```python
@@ -18,6 +22,7 @@ with atomic_files.replacing("out/vectors.npy") as temporary:
 
 import contextlib
 import ctypes
+import errno
 import json
 import math
 import os
@@ -25,7 +30,76 @@ import pathlib
 import shutil
 import tempfile
 
+from kcse import interrupts
+
 TEMPORARY_MARK = ".tmp"
+
+# errno values that mean "the destination cannot take the file": reading a
+# file never gives them, so they name a write whichever file raised them.
+SPACE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+WRITE_ERRORS = SPACE_ERRORS + (errno.EROFS, errno.EIO)
+
+# The destinations this process has written, in order (`replacing`,
+# `replace_directory`): what an interrupted command says it kept.
+written = []
+
+
+class WriteError(OSError):
+    """`path` could not be written; the message says why and the free space.
+
+    Raised by `replacing` and `writing_folder` in place of the `OSError` of
+    the temporary they wrote: its `filename` is the destination.
+    """
+
+    def __init__(self, path, error, needed_bytes=None):
+        path = pathlib.Path(path)
+        reason = error.strerror or str(error)
+        if error.errno in SPACE_ERRORS:
+            reason += f" ({free_space_text(path)}"
+            reason += f", about {size_text(needed_bytes)} needed)" if needed_bytes else ")"
+        super().__init__(error.errno, f"cannot write {path}: {reason}", str(path))
+
+    def __str__(self):
+        return self.strerror
+
+
+def size_text(count):
+    """`count` bytes in words: `"3.2 MB"`."""
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if count < 1000 or unit == "GB":
+            return f"{count:.0f} {unit}" if unit == "bytes" else f"{count:.1f} {unit}"
+        count /= 1000
+    return None
+
+
+def free_space_text(path):
+    """`"12.0 MB free there"` for the file system that would hold `path`."""
+    folder = pathlib.Path(path).parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        return f"{size_text(shutil.disk_usage(folder).free)} free there"
+    except OSError:
+        return "free space unknown"
+
+
+def check_room(path, needed_bytes):
+    """Raises `WriteError` (ENOSPC) when the file system of `path` has less
+    than `needed_bytes` free: a check before work whose result would be
+    lost for want of space."""
+    folder = pathlib.Path(path).parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if shutil.disk_usage(folder).free < needed_bytes:
+        raise WriteError(path, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), needed_bytes)
+
+
+def is_write_error(error, *paths):
+    """Whether `OSError` `error` came from writing one of `paths` (or any
+    file, for errors only writes give: `WRITE_ERRORS`)."""
+    names = {str(path) for path in paths}
+    return error.errno in WRITE_ERRORS or (error.filename is not None
+                                           and str(error.filename) in names)
 
 
 def temporary_sibling(path, directory=False):
@@ -62,21 +136,67 @@ def _mode_for(path, directory):
 
 
 @contextlib.contextmanager
-def replacing(path):
+def replacing(path, needed_bytes=None):
     """Yields a temporary file path; on success it replaces `path`.
 
     If the body raises (or the process dies), `path` is left as it was and
-    the temporary is removed (or, after a kill, left behind hidden).
+    the temporary is removed (or, after a kill, left behind hidden), with
+    the folders made for it. An `OSError` of writing becomes `WriteError`
+    naming `path` (`needed_bytes`: the size it would have had, said when
+    the disk is full).
     """
-    path = pathlib.Path(path)
-    temporary = temporary_sibling(path)
-    try:
+    with writing(path, directory=False, needed_bytes=needed_bytes) as temporary:
         yield temporary
         _flush_to_disk(temporary)
+        interrupts.check()  # A Ctrl-C a library swallowed: not renamed.
         os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
+        written.append(pathlib.Path(path))
+
+
+@contextlib.contextmanager
+def writing_folder(path, needed_bytes=None):
+    """Yields an empty temporary folder; on success it replaces `path`
+    (`replace_directory`). Otherwise as `replacing`."""
+    with writing(path, directory=True, needed_bytes=needed_bytes) as temporary:
+        yield temporary
+        interrupts.check()
+        replace_directory(temporary, path)
+
+
+@contextlib.contextmanager
+def writing(path, directory, needed_bytes=None):
+    """A temporary sibling of `path` (file or folder), removed with the
+    folders made for it unless the body moved it into place; OSErrors of
+    writing become `WriteError`."""
+    path = pathlib.Path(path)
+    made = _missing_ancestors(path)
+    temporary = None
+    try:
+        temporary = temporary_sibling(path, directory)
+        yield temporary
+    except BaseException as error:
+        if temporary is not None:
+            if directory:
+                shutil.rmtree(temporary, ignore_errors=True)
+            else:
+                temporary.unlink(missing_ok=True)
+        for folder in made:  # Deepest first; only if still empty.
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        if isinstance(error, OSError) and not isinstance(error, WriteError) and (
+                is_write_error(error, temporary, path)):
+            raise WriteError(path, error, needed_bytes) from None
         raise
+
+
+def _missing_ancestors(path):
+    """The folders above `path` that do not exist yet, deepest first."""
+    missing = []
+    folder = pathlib.Path(path).parent
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
 
 
 def write_text(path, text):
@@ -120,6 +240,7 @@ def replace_directory(source, destination):
     source, destination = pathlib.Path(source), pathlib.Path(destination)
     if not destination.exists():
         os.replace(source, destination)
+        written.append(destination)
         return
     if not _exchange(source, destination):
         aside = temporary_sibling(destination, directory=True)
@@ -127,6 +248,7 @@ def replace_directory(source, destination):
         os.replace(destination, aside)
         os.replace(source, destination)
         source = aside
+    written.append(destination)
     if source.is_dir() and not source.is_symlink():
         shutil.rmtree(source, ignore_errors=True)
     else:  # `destination` was a file or a link: it is not followed.
@@ -146,7 +268,12 @@ def _exchange(a, b):
 
 
 def _flush_to_disk(path):
-    """fsync, so that a crash of the machine cannot leave a renamed empty file."""
-    with contextlib.suppress(OSError):
+    """fsync, so that a crash of the machine cannot leave a renamed empty
+    file. A file system that cannot fsync is let be; one that fails to
+    store the data (ENOSPC, EIO at fsync) raises."""
+    try:
         with open(path, "rb+") as file:
             os.fsync(file.fileno())
+    except OSError as error:
+        if error.errno in WRITE_ERRORS:
+            raise

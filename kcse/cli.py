@@ -15,8 +15,10 @@ end the command with exit code 2 and one line saying what is wrong.
 
 import argparse
 import dataclasses
+import errno
 import itertools
 import json
+import os
 import pathlib
 import sys
 import time
@@ -26,24 +28,28 @@ import numpy as np
 
 from kcse import arguments
 from kcse import atomic_files
+from kcse import interrupts
 from kcse.arguments import UsageError
 from kcse.data.chinese import CHINESE_TASKS
 from kcse.experiments import command_line
 from kcse.experiments.command_line import METHOD_NAMES
 from kcse.experiments.command_line import POOLINGS
 from kcse.models.model_sources import check_model
+from kcse.models.model_sources import pooling_problem
 from kcse.tensorflow_start import start_tensorflow
 
 
 class CommandFailed(Exception):
     """The work failed, not the arguments (a NaN loss, an export that does
-    not run): one line, exit 1, nothing saved."""
+    not run): one line saying what was written before, exit 1."""
 
 
 def main(argv=None):
     """Runs a subcommand; returns the exit code (2: the user's error)."""
     parser = build_parser()
     command = "kcse"
+    written_before = len(atomic_files.written)
+    interrupts.install()
     try:
         args = parser.parse_args(argv)
         if args.command is None:
@@ -53,12 +59,35 @@ def main(argv=None):
         arguments.one_line_warnings(command)
         check_arguments(args)
         return args.run(args) or 0
-    except UsageError as error:
+    except BaseException as error:
+        return report(error, command, written_before)
+
+
+def report(error, command, written_before):
+    """Prints the one line for `error` that ended `command`; its exit code.
+
+    A Ctrl-C (or what a library made of one) exits 130, a usage error 2,
+    a failure of the work or of writing (a full disk) 1; each line says
+    what was written before. Other errors are kcse's bugs: raised.
+    """
+    if interrupts.caused(error):
+        print(f"{command}: interrupted; {kept(written_before)}", file=sys.stderr)
+        return 130
+    if isinstance(error, UsageError):
         print(f"{error.command or command}: error: {error}", file=sys.stderr)
         return 2
-    except CommandFailed as error:
-        print(f"{command}: error: {error}; nothing saved", file=sys.stderr)
+    if isinstance(error, (CommandFailed, atomic_files.WriteError)):
+        print(f"{command}: error: {error}; {kept(written_before)}", file=sys.stderr)
         return 1
+    raise error
+
+
+def kept(written_before):
+    """What the command wrote before it stopped, in words."""
+    paths = atomic_files.written[written_before:]
+    if not paths:
+        return "nothing written"
+    return f"kept {', '.join(map(str, paths))} (written before it stopped)"
 
 
 def build_parser():
@@ -180,6 +209,10 @@ def check_arguments(args):
     check_model(args.model, "--model", args.checkpoint_root)
     if args.model.endswith(".keras") and args.checkpoint_root is not None:
         raise UsageError("--checkpoint-root is for checkpoint names; --model is a .keras file")
+    if args.pooling is not None:  # What the model's files say; else after it loads.
+        problem = pooling_problem(args.model, args.pooling, args.checkpoint_root)
+        if problem is not None:
+            raise UsageError(f"--pooling {args.pooling}: {problem}; use another pooling")
     if args.command == "train":
         if args.data_dir is not None:
             arguments.check_input_folder(args.data_dir, "--data-dir")
@@ -304,11 +337,33 @@ def run_train(args):
         data = {split: read_chinese_task(data_dir, args.task, split) for split in SPLITS}
     except (OSError, ValueError) as error:
         raise UsageError(one_line(error, data_dir)) from None
+    check_scored_splits(args, data)
     start_tensorflow(args.verbose)
     command_line.start_distributed(args)
     with command_line.keeping_dtype_policy():
         print(command_line.start_speed(args))  # Before the model is built.
         return train(args, data)
+
+
+def check_scored_splits(args, data):
+    """The splits `kcse train` scores have a Spearman correlation, before any work.
+
+    Test is scored before and after training; valid, to keep the best step,
+    when the protocol selects on it (`--protocol clean`, `--select-on-valid`).
+    Fewer than 2 pairs or gold scores all equal is a UsageError naming the file.
+    """
+    from kcse.evaluation.sts import check_scorable
+    from kcse.experiments.protocols import PROTOCOLS
+    from kcse.experiments.protocols import with_overrides
+
+    protocol = with_overrides(PROTOCOLS[args.protocol], select_on_valid=args.select_on_valid)
+    for split in ("test", "valid") if protocol.select_on_valid else ("test",):
+        try:
+            check_scorable(data[split])
+        except ValueError as error:
+            why = "to keep the best step" if split == "valid" else "before and after training"
+            raise UsageError(f"{one_line(error, data[split].source).rstrip('.')}; kcse train "
+                             f"scores the {split} split {why}") from None
 
 
 def train(args, data):
@@ -340,6 +395,8 @@ def train(args, data):
     keras.utils.set_random_seed(args.seed)
     encoder, prefix, source = load_encoder(
         args, args.max_length or protocol.sequence_length(args.task))
+    # Room for the trained model, checked before the training it keeps.
+    atomic_files.check_room(args.output / "encoder.keras", saved_bytes(encoder))
     precision = precision_of(encoder.backbone)
     if precision != args.precision:  # A .keras file keeps its own dtype policy.
         raise UsageError(f"--precision {args.precision}: {args.model} computes in "
@@ -369,7 +426,7 @@ def train(args, data):
           f"Spearman {after['spearman']:.2f} ({samples} training samples)")
     if not distribution.is_chief():
         return  # Process 0 of a --distributed run writes the output.
-    encoder.save(args.output / "encoder.keras")
+    save_trained(encoder, args.output / "encoder.keras")
     record = {
         "model": args.model, "model_source": source, "pooling": encoder.pooling,
         "prefix": prefix, "task": args.task, "method": method.name,
@@ -383,6 +440,31 @@ def train(args, data):
     }
     atomic_files.write_json(args.output / "train.json", record)
     print(f"wrote {args.output / 'encoder.keras'} and {args.output / 'train.json'}")
+
+
+def saved_bytes(encoder):
+    """About the size of `encoder`'s .keras file: its weights and 1 MB."""
+    from kcse.weight_snapshot import variables_bytes
+
+    return variables_bytes(encoder.weights) + 2**20
+
+
+def save_trained(encoder, path):
+    """Saves a trained encoder at `path`; if that fails, in the temporary
+    folder, and says where: training is not lost for a full disk."""
+    try:
+        encoder.save(path)
+    except atomic_files.WriteError as error:
+        import tempfile
+
+        rescue = pathlib.Path(tempfile.mkdtemp(prefix="kcse-train-")) / path.name
+        try:
+            encoder.save(rescue)
+        except OSError:
+            rescue.parent.rmdir()
+            raise error from None
+        raise CommandFailed(f"{error}; the trained encoder went to the temporary "
+                            "folder instead") from None
 
 
 def run_evaluate(args):
@@ -505,9 +587,10 @@ def run_encode(args):
     progress = keras.utils.Progbar(count, unit_name="sentence",
                                    verbose=arguments.progress_verbosity())
     with atomic_files.replacing(args.output) as temporary:
-        with EncodeWriter(temporary, count, args.field, records) as writer:
+        with EncodeWriter(temporary, count, args.field, records, args.output) as writer:
             for rows, vectors in predict_in_chunks(encoder, encoder.preprocessor, texts,
                                                    args.batch_size, warn_truncation=True):
+                interrupts.check()
                 vectors = vectors.astype("float32")
                 if args.normalize:
                     vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
@@ -523,41 +606,57 @@ def run_encode(args):
 class EncodeWriter:
     """Writes `kcse encode`'s vectors to a .npy or .jsonl file as they come.
 
-    A .npy file is a memory-mapped float32 array of `count` rows, opened at
-    the first vectors (which give its width). A .jsonl file gets a record
+    A .npy file gets a float32 array of `count` rows: its header and the
+    space of all its rows at the first vectors (which give its width), so
+    that a full disk is an `OSError` then, before the encoding, not a
+    crash of a memory map later. A .jsonl file gets a record
     `{field: text, "line": number, "embedding": vector}` per vector, its
     line and text taken from `records`, an iterator of `(line, text)`.
+    Rows are written in order, with ordinary writes. `name` is the file
+    errors name (the destination `path` is a temporary of).
     """
 
-    def __init__(self, path, count, field, records=None):
+    def __init__(self, path, count, field, records=None, name=None):
         self.path, self.count, self.field, self.records = pathlib.Path(path), count, field, records
-        self.array = self.file = self.dimension = None
+        self.name = name or self.path
+        self.file = self.dimension = None
 
     def __enter__(self):
-        if self.path.suffix == ".jsonl":
-            self.file = open(self.path, "w", encoding="utf-8")
+        self.file = open(self.path, "wb" if self.path.suffix == ".npy" else "w",
+                         encoding=None if self.path.suffix == ".npy" else "utf-8")
         return self
 
     def write(self, rows, vectors):
-        """`vectors` as rows `rows` (a slice) of the output."""
-        self.dimension = vectors.shape[1]
-        if self.file is not None:
+        """`vectors` as rows `rows` (a slice, following the last one)."""
+        if self.path.suffix != ".npy":
             # Vectors first: zip stops at their end without taking a record.
             for vector, (number, text) in zip(vectors, self.records):
                 record = {self.field: text, "line": number, "embedding": vector.tolist()}
                 self.file.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self.dimension = vectors.shape[1]
             return
-        if self.array is None:
-            self.array = np.lib.format.open_memmap(
-                self.path, mode="w+", dtype="float32", shape=(self.count, self.dimension))
-        self.array[rows] = vectors
+        if self.dimension is None:
+            self.dimension = vectors.shape[1]
+            header = {"descr": np.lib.format.dtype_to_descr(np.dtype("float32")),
+                      "fortran_order": False, "shape": (self.count, self.dimension)}
+            np.lib.format.write_array_header_1_0(self.file, header)
+            self.reserve(self.file.tell() + self.count * self.dimension * 4)
+        self.file.write(np.ascontiguousarray(vectors, dtype="<f4").tobytes())
+
+    def reserve(self, size):
+        """Allocates the file's `size` bytes now (where the system can)."""
+        try:
+            os.posix_fallocate(self.file.fileno(), 0, size)
+        except AttributeError:  # No posix_fallocate (macOS, Windows).
+            pass
+        except OSError as error:
+            if error.errno in atomic_files.SPACE_ERRORS:
+                raise atomic_files.WriteError(self.name, error, size) from None
+            if error.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                raise
 
     def __exit__(self, *error):
-        if self.file is not None:
-            self.file.close()
-        if self.array is not None:
-            self.array.flush()
-            self.array = None  # Unmaps the file.
+        self.file.close()
 
 
 def run_export(args):

@@ -2,8 +2,8 @@
 
 import importlib
 import math
+import os
 import pathlib
-import shutil
 import warnings
 
 import keras
@@ -181,15 +181,25 @@ def export_saved_model(encoder, path, normalize=None, overwrite=True):
     else:
         print(f"kcse export: no {STRINGS_SIGNATURE!r} (strings) signature: "
               f"{reason}. Clients send token ids to {IDS_SIGNATURE!r}.")
-    temporary = atomic_files.temporary_sibling(path, directory=True)
-    try:
-        tf.saved_model.save(module, str(temporary), signatures=signatures)
+    with atomic_files.writing_folder(path) as temporary:
+        try:
+            tf.saved_model.save(module, str(temporary), signatures=signatures)
+        except tf.errors.OpError as error:  # TensorFlow's file writes.
+            raise file_error(error) from None
         check_saved_model(temporary, encoder, normalize, sorted(signatures))
-        atomic_files.replace_directory(temporary, path)
-    except BaseException:
-        shutil.rmtree(temporary, ignore_errors=True)
-        raise
     return sorted(signatures)
+
+
+def file_error(error):
+    """The `OSError` a TensorFlow file-writing error stands for, else `error`.
+
+    TensorFlow's file system reports a full disk as `ResourceExhaustedError`
+    (or `UnknownError`) with the C library's words in the message.
+    """
+    for code in atomic_files.WRITE_ERRORS:
+        if os.strerror(code) in error.message:
+            return OSError(code, os.strerror(code))
+    return error
 
 
 def check_saved_model(path, encoder, normalize, signatures):

@@ -1,8 +1,10 @@
 """A model's weights kept on disk, to put back before each training run."""
 
+import math
 import pathlib
 import tempfile
 
+import ml_dtypes
 import numpy as np
 from keras import ops
 
@@ -11,6 +13,13 @@ from kcse.models.embedding_lookup import gather_rows
 
 # Rows of a variable read or written at a time (e5-small's table: 1.5 MB).
 ROWS_PER_BLOCK = 1024
+
+
+def variables_bytes(variables):
+    """The bytes `variables` hold: about the size of a model's saved files."""
+    return sum(math.prod(variable.shape)
+               * np.dtype(getattr(ml_dtypes, variable.dtype, variable.dtype)).itemsize
+               for variable in variables)
 
 
 def _row_blocks(variable):

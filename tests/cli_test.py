@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+import zipfile
 
 import keras
 import numpy as np
@@ -183,7 +184,11 @@ def bad_inputs(folder, model):
     (folder / "bad.data").write_text("一个人\t两个人\t3\n只有一列\n", encoding="utf-8")
     (folder / "bad.jsonl").write_text('{"text": "好"}\n{"text": \n', encoding="utf-8")
     (folder / "ok.txt").write_text("你好\n", encoding="utf-8")
-    (folder / "not.keras").write_text("not a model")
+    # A zip archive as Keras writes, whose config.json is no model: only
+    # loading it would fail.
+    with zipfile.ZipFile(folder / "not.keras", "w") as archive:
+        archive.writestr("config.json", "not a model")
+    (folder / "corrupt.keras").write_text("not a zip archive")
     keras_file = folder / "run" / "encoder.keras"
     return {
         "missing file": (
@@ -217,6 +222,11 @@ def bad_inputs(folder, model):
              "--output", folder / "e.npy", "--shard", "2"],
             "argument --shard: must be K/N"),
         # Checked before the model loads: not.keras is no model at all.
+        "corrupt keras file": (
+            ["encode", "--model", folder / "corrupt.keras", "--input", folder / "ok.txt",
+             "--output", folder / "e.npy"],
+            f"--model {folder / 'corrupt.keras'}: not a valid Keras archive (File is not "
+            "a zip file); a .keras file is a zip archive holding config.json"),
         "empty shard": (
             ["encode", "--model", folder / "not.keras", "--input", folder / "ok.txt",
              "--output", folder / "e.npy", "--shard", "2/3"],
@@ -256,7 +266,7 @@ def test_bad_input_exits_with_one_line(trained, case):
 @pytest.mark.parametrize(
     "case", ["missing model file", "malformed jsonl line", "unknown method", "bad view",
              "shard beyond its count", "shard without a count", "empty shard",
-             "jsonl field the records use", "distributed without a cluster"]
+             "corrupt keras file", "jsonl field the records use", "distributed without a cluster"]
 )
 def test_more_bad_inputs_in_process(trained, case, capsys):
     # The same `main` as the console script (`sys.exit(main())`), without
@@ -298,7 +308,7 @@ def test_a_nan_loss_stops_training_and_saves_nothing(trained, capsys):
     assert len(error.splitlines()) == 1, error
     assert re.fullmatch(
         r"kcse train: error: the training loss became (nan|inf|-inf) at step \d+; "
-        r"training stopped; nothing saved", error), error
+        r"training stopped; nothing written", error), error
     # The previous model and its record are untouched; no temporaries.
     for name, content in saved.items():
         assert (folder / "run" / name).read_bytes() == content

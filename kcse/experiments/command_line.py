@@ -18,6 +18,8 @@ import pathlib
 import sys
 
 from kcse import arguments
+from kcse import atomic_files
+from kcse import interrupts
 from kcse.precision import PRECISIONS
 from kcse.data.chinese import BUNDLED_CHINESE_STS
 from kcse.data.chinese import CHINESE_TASKS
@@ -477,6 +479,36 @@ def check_method_arguments(method, args):
             raise arguments.UsageError(
                 "--synonyms is used by the synonym_substitution text view only")
         arguments.check_input_file(args.synonyms, "--synonyms")
+        args.synonym_table = read_synonyms(args.synonyms, views)
+
+
+def read_synonyms(path, views):
+    """The synonym table of `--synonyms`, read and checked before any work.
+
+    `kcse.data.read_synonym_table` reads it; the synonym_substitution views
+    of `views` take it (`text_view_from_spec`). An unreadable file, a bad
+    line or a table without any synonym is a UsageError naming the file
+    (and line).
+    """
+    from kcse.data.text_views import read_synonym_table
+    from kcse.data.text_views import text_view_from_spec
+
+    try:
+        table = read_synonym_table(path)
+        substitutions = [text_view_from_spec(view, table) for view in views
+                         if view.startswith("synonym_substitution")]
+    except OSError as error:
+        raise arguments.UsageError(
+            f"--synonyms {path}: {error.strerror or error}") from None
+    except ValueError as error:  # MalformedLineError names the file and line.
+        text = " ".join(str(error).split())
+        raise arguments.UsageError(
+            f"--synonyms {text if str(path) in text else f'{path}: {text}'}") from None
+    if not any(view.synonyms for view in substitutions):
+        raise arguments.UsageError(
+            f"--synonyms {path}: no word with a synonym; give a line per word, "
+            "word<TAB>synonym synonym ...")
+    return table
 
 
 def check_comparison_arguments(args, method):
@@ -587,26 +619,50 @@ def recipe_main(method_name, doc, output, argv=None, poolings=DEFAULT_POOLINGS,
     except arguments.UsageError as error:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
         sys.exit(2)
+    interrupts.install()
+    try:
+        return run_recipe(parser.prog, args, method_name)
+    except atomic_files.WriteError as error:  # A full disk, a read-only one.
+        print(f"{parser.prog}: error: {error}; {finished_cells(args.output)}",
+              file=sys.stderr)
+        sys.exit(1)
+    except BaseException as error:
+        if not interrupts.caused(error):  # Ctrl-C, or what a library made of it.
+            raise
+        print(f"{parser.prog}: interrupted; {finished_cells(args.output)}", file=sys.stderr)
+        sys.exit(130)
+
+
+def finished_cells(output):
+    """What results.json in `output` keeps of this run, in words."""
+    count = atomic_files.written.count(pathlib.Path(output) / "results.json")
+    if not count:
+        return "no cell finished, nothing written"
+    return f"{output}/results.json keeps the {count} cell(s) this run finished"
+
+
+def run_recipe(prog, args, method_name):
+    """`recipe_main`'s work once the arguments are checked."""
     from kcse.tensorflow_start import start_tensorflow
 
-    arguments.one_line_warnings(parser.prog)
+    arguments.one_line_warnings(prog)
     start_tensorflow(args.verbose)
     try:
         start_distributed(args)
     except arguments.UsageError as error:
-        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        print(f"{prog}: error: {error}", file=sys.stderr)
         sys.exit(2)
     from kcse.experiments import comparison
 
     try:
         method = comparison.method_from_args(method_name, args)
     except (OSError, ValueError) as error:  # The contents of --nli.
-        print(f"{parser.prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
+        print(f"{prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
         sys.exit(2)
     with keeping_dtype_policy():
         print(start_speed(args))  # Before any model is built.
         try:
             return comparison.run_comparison(args, method)
         except comparison.ComparisonError as error:
-            print(f"{parser.prog}: error: {error}", file=sys.stderr)
+            print(f"{prog}: error: {error}", file=sys.stderr)
             sys.exit(error.exit_code)

@@ -18,6 +18,7 @@ from kcse.models import model_sources
 from kcse.data.nli import nli_triplets
 from kcse.data.nli import read_nli
 from kcse.data.text_views import read_synonym_table
+from kcse.evaluation.sts import check_scorable
 from kcse.experiments.command_line import SU_POOLINGS
 from kcse.experiments.command_line import stsb_task
 from kcse.experiments.methods import METHODS
@@ -73,7 +74,10 @@ def _method(name, args):
     if name == "simcse":
         views = getattr(args, "text_views", None)
         synonyms = getattr(args, "synonyms", None)
-        return SimCSEMethod(views, read_synonym_table(synonyms) if synonyms else None)
+        table = getattr(args, "synonym_table", None)  # Read by the argument checks.
+        if table is None and synonyms:
+            table = read_synonym_table(synonyms)
+        return SimCSEMethod(views, table)
     raise ValueError(f"unknown method {name!r}; choose from {', '.join(METHODS)}")
 
 
@@ -137,6 +141,25 @@ class CellsFailed(ComparisonError):
     exit_code = 1
 
 
+def check_scored_splits(data):
+    """Every split of `data` (`{task: {split: pairs or None}}`) has a Spearman
+    correlation: the grid scores a and b on each split a task has, c on the
+    trained splits and valid for selection, so a split of fewer than 2 pairs
+    or of gold scores all equal would leave its cells' numbers undefined. A
+    `ComparisonError` naming the file, before any model loads."""
+    for splits in data.values():
+        for split, pairs in splits.items():
+            if pairs is None:
+                continue
+            try:
+                check_scorable(pairs)
+            except ValueError as error:
+                text = " ".join(str(error).split()).rstrip(".")
+                raise ComparisonError(
+                    f"{pairs.source}: {text}; the grid scores every split of a task "
+                    f"({split} here)") from None
+
+
 def run_comparison(args, method=None, log=print):
     """Runs the grid `args` describe with `method` (default: SimCSE).
 
@@ -168,6 +191,7 @@ def run_comparison(args, method=None, log=print):
                 for task in args.tasks}
     except (OSError, ValueError) as error:  # ResultsFileError included.
         raise ComparisonError(" ".join(str(error).split())) from None
+    check_scored_splits(data)
 
     keras.utils.set_random_seed(args.seed)
     strategy = grid.choose_strategy()
