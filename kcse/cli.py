@@ -276,6 +276,7 @@ def load_encoder(args, sequence_length=None, inference_only=False):
         fit_length(encoder.backbone, encoder.preprocessor, sequence_length)
         source = f"kcse encoder file {pathlib.Path(args.model).resolve()}"
         print(f"model: {source}")
+        interrupts.check()
         return encoder, args.prefix or "", source
     try:
         spec = model_sources.resolve_model(args.model, args.checkpoint_root)
@@ -290,6 +291,7 @@ def load_encoder(args, sequence_length=None, inference_only=False):
     except ValueError as error:  # A pooling the model lacks.
         raise UsageError(f"--pooling {args.pooling}: {' '.join(str(error).split())}") from None
     print(f"model: {spec.description}")
+    interrupts.check()  # A Ctrl-C during the loading stops here.
     return encoder, spec.prefix if args.prefix is None else args.prefix, spec.description
 
 

@@ -1,13 +1,18 @@
-"""Ctrl-C that always stops kcse, even where a library swallows it.
+"""Ctrl-C that stops kcse at a safe point, with one line, whatever runs.
 
-Python raises `KeyboardInterrupt` at SIGINT wherever the main thread is.
-Inside a C extension calling back into Python (TensorFlow's nest, tf.data)
-that exception can be turned into a `SystemError` or dropped, and the
-command would carry on and write its output. `install()` keeps Python's
-behaviour and also records the signal, so that `check()` raises
-`KeyboardInterrupt` again at the points that must not be passed after a
-Ctrl-C: before a file is renamed into place (`kcse.atomic_files`), between
-chunks of `kcse encode`, between training steps.
+Python's own answer to SIGINT raises `KeyboardInterrupt` wherever the main
+thread is. Inside a garbage-collection callback or a `__del__` (JAX and
+TensorFlow have both) it is printed as "Exception ignored" and dropped;
+inside a C extension calling back into Python (TensorFlow's nest) it can
+become a `SystemError`. Either way the user reads a traceback, and the
+command may carry on and write its output.
+
+`install()` records the first SIGINT instead, and kcse raises
+`KeyboardInterrupt` itself at the next safe point (`check()`): between
+training steps (`kcse.objectives.encoder_objective.StopOnInterrupt`),
+between chunks of sentences being encoded, after a model loads, and before
+any file is renamed into place (`kcse.atomic_files`). A second Ctrl-C
+raises at once, as Python would.
 
 Example:
 ```python
@@ -15,7 +20,7 @@ from kcse import interrupts
 
 interrupts.install()
 for chunk in chunks:
-    interrupts.check()  # KeyboardInterrupt if Ctrl-C was pressed
+    interrupts.check()  # KeyboardInterrupt once Ctrl-C was pressed
     ...
 ```
 """
@@ -28,16 +33,17 @@ _received = []
 
 def _on_sigint(signum, frame):
     _received.append(signum)
-    raise KeyboardInterrupt
+    if len(_received) > 1:  # Asked twice: stop wherever it is.
+        raise KeyboardInterrupt
 
 
 def install():
-    """Records SIGINT beside Python's KeyboardInterrupt from now on (main
+    """Records SIGINT from now on, to stop at the next `check()` (main
     thread only; a handler someone else installed is kept)."""
     _received.clear()
     if threading.current_thread() is not threading.main_thread():
         return
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    if signal.getsignal(signal.SIGINT) in (signal.default_int_handler, _on_sigint):
         signal.signal(signal.SIGINT, _on_sigint)
 
 

@@ -15,6 +15,7 @@ from keras import ops
 
 from kcse import atomic_files
 from kcse import compat
+from kcse import interrupts
 from kcse.compilation import compiles_per_shape
 from kcse.compilation import padded_length
 from kcse import distribution
@@ -477,6 +478,7 @@ def predict_in_chunks(
     start = truncated = 0
     full_length = None
     while chunk := list(itertools.islice(texts, ENCODE_CHUNK_SIZE)):
+        interrupts.check()  # A Ctrl-C the command recorded stops here.
         unique, inverse = np.unique(np.asarray(chunk, dtype=object), return_inverse=True)
         inverse = inverse.reshape(-1)
         features, full_length = packed_features(preprocessor, unique, coarse)

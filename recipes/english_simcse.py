@@ -117,14 +117,22 @@ def main(argv=None):
     from kcse.arguments import one_line_warnings
     from kcse.tensorflow_start import start_tensorflow
 
-    one_line_warnings(pathlib.Path(sys.argv[0]).name)
-    start_tensorflow(args.verbose)
+    prog = pathlib.Path(sys.argv[0]).name
+    one_line_warnings(prog)
+    from kcse import atomic_files
     from kcse.experiments.command_line import keeping_dtype_policy
+    from kcse.experiments.command_line import one_line_stops
     from kcse.experiments.command_line import start_speed
 
-    with keeping_dtype_policy():
-        print(start_speed(args))  # Before the model is built.
-        train(args, model)
+    def kept():
+        written = [str(path) for path in atomic_files.written]
+        return f"kept {', '.join(written)}" if written else "nothing written"
+
+    with one_line_stops(prog, kept):
+        start_tensorflow(args.verbose)
+        with keeping_dtype_policy():
+            print(start_speed(args))  # Before the model is built.
+            train(args, model)
 
 
 def train(args, model):

@@ -137,6 +137,18 @@ def tiny_preprocessor(sequence_length=12):
     )
 
 
+def tiny_encoder_file(folder, lines):
+    """`(model, texts)`: a saved tiny encoder and a text file of `lines`
+    sentences in its vocabulary, in `folder`."""
+    import kcse
+
+    encoder = kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor(), pooling="last_avg")
+    encoder.save(folder / "tiny.keras")
+    texts = folder / "texts.txt"
+    texts.write_text("".join(f"the cat sat {i} a dog ran\n" for i in range(lines)))
+    return folder / "tiny.keras", texts
+
+
 def token_batch(lengths, sequence_length=6, vocabulary_size=40, seed=0):
     """Random token dict with the given real lengths (rest is padding)."""
     rng = np.random.default_rng(seed)

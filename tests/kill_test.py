@@ -20,7 +20,6 @@ closes (the test process died) exits on its own.
 
 import collections
 import json
-import math
 import os
 import pathlib
 import select
@@ -320,8 +319,9 @@ def test_a_killed_results_write_leaves_the_old_or_the_new_results(tmp_path, writ
         atomic_files.write_text(folder / "results.md", results.markdown(start))
         left = writers.kill_while_writing(
             ["results", folder, progress], folder, ".results.json.*.tmp.json", delay)
+        # The lock file stays beside results.json (ResultStore's docstring).
         assert_only_the_files_and_temporaries(
-            folder, ["results.json", "results.md"], ".results.*.tmp.*")
+            folder, ["results.json", "results.md", ".results.json.lock"], ".results.*.tmp.*")
         text = (folder / "results.json").read_text(encoding="utf-8")
         json.loads(text, parse_constant=reject_constant)
         cells = results.ResultStore(folder).cells

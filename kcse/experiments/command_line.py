@@ -619,17 +619,25 @@ def recipe_main(method_name, doc, output, argv=None, poolings=DEFAULT_POOLINGS,
     except arguments.UsageError as error:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
         sys.exit(2)
+    with one_line_stops(parser.prog, lambda: finished_cells(args.output)):
+        return run_recipe(parser.prog, args, method_name)
+
+
+@contextlib.contextmanager
+def one_line_stops(prog, kept):
+    """Ends a recipe that cannot write (a full disk) or is interrupted
+    (Ctrl-C, or what a library made of it) with one line and exit code 1
+    or 130; `kept()` says in words what the run wrote before."""
     interrupts.install()
     try:
-        return run_recipe(parser.prog, args, method_name)
-    except atomic_files.WriteError as error:  # A full disk, a read-only one.
-        print(f"{parser.prog}: error: {error}; {finished_cells(args.output)}",
-              file=sys.stderr)
+        yield
+    except atomic_files.WriteError as error:
+        print(f"{prog}: error: {error}; {kept()}", file=sys.stderr)
         sys.exit(1)
     except BaseException as error:
-        if not interrupts.caused(error):  # Ctrl-C, or what a library made of it.
+        if not interrupts.caused(error):
             raise
-        print(f"{parser.prog}: interrupted; {finished_cells(args.output)}", file=sys.stderr)
+        print(f"{prog}: interrupted; {kept()}", file=sys.stderr)
         sys.exit(130)
 
 

@@ -11,6 +11,7 @@ import keras
 import numpy as np
 
 from kcse import atomic_files
+from kcse import interrupts
 from kcse.digests import content_digest
 from kcse.models.layer_taps import set_hidden_dropout
 from kcse.evaluation.sts import cosine_scores
@@ -456,6 +457,7 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
                 )
                 # Its initial weights on disk, not a second copy in memory.
                 loaded[spec] = (backbone, preprocessor, WeightSnapshot(backbone.weights))
+            interrupts.check()  # A Ctrl-C during the loading stops here.
         backbone, preprocessor, initial = loaded[spec]
         runnable = []
         for key, _, pooling, _, data_digest in group:

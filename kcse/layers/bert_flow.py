@@ -572,9 +572,10 @@ class BertFlow(keras.Model):
         # Imported here: the objectives import keras_hub and the encoder.
         from kcse.compilation import on_accelerator
         from kcse.objectives.encoder_objective import NonFiniteLossError
+        from kcse.objectives.encoder_objective import StopOnInterrupt
         from kcse.objectives.encoder_objective import StopOnNonFiniteLoss
 
-        stop = StopOnNonFiniteLoss(async_safe=on_accelerator())
+        stops = [StopOnNonFiniteLoss(async_safe=on_accelerator()), StopOnInterrupt()]
         steps_per_epoch = -(-len(vectors) // int(batch_size))
         for epoch, order in enumerate(orders):
             try:
@@ -584,7 +585,7 @@ class BertFlow(keras.Model):
                     epochs=1,
                     shuffle=False,
                     verbose=0,
-                    callbacks=[stop],
+                    callbacks=stops,
                 )
             except NonFiniteLossError as error:
                 # A `fit` an epoch: its steps counted from the first epoch's.

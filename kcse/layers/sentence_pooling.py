@@ -3,10 +3,8 @@
 import keras
 from keras import ops
 
-# The names, aliases and resolve_pooling are Keras-free, in pooling_rules (the
-# commands check --pooling with them before TensorFlow starts).
-from kcse.layers.pooling_rules import POOLING_ALIASES  # noqa: F401
-from kcse.layers.pooling_rules import POOLING_MODES  # noqa: F401
+# The pooling names are Keras-free, in pooling_rules (the commands check
+# --pooling with them before TensorFlow starts).
 from kcse.layers.pooling_rules import resolve_pooling
 from kcse.layers.wk_pooling import wk_pool
 

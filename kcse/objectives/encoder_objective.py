@@ -11,6 +11,7 @@ import keras_hub
 import numpy as np
 from keras import ops
 
+from kcse import interrupts
 from kcse.compilation import LENGTH_BUCKET
 from kcse.compilation import compiles_per_shape
 from kcse.compilation import on_accelerator
@@ -240,6 +241,26 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         if self.first_non_finite is not None:  # Only found asynchronously.
             raise NonFiniteLossError(*self.first_non_finite)
+
+
+class StopOnInterrupt(keras.callbacks.Callback):
+    """Stops training at the step after a Ctrl-C that `kcse.interrupts`
+    recorded, and raises `KeyboardInterrupt` when `fit` ends.
+
+    Every `EncoderObjective.fit` uses it. It reads no logs, so Keras may run
+    it beside the training loop (`async_safe`): it never stalls a device.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.async_safe = True
+
+    def on_train_batch_end(self, batch, logs=None):
+        if interrupts.interrupted():
+            self._model.stop_training = True  # `.model` would sync JAX's state.
+
+    def on_train_end(self, logs=None):
+        interrupts.check()
 
 
 class _WriteBackEmbeddingRows(keras.callbacks.Callback):
@@ -556,7 +577,8 @@ class EncoderObjective(keras_hub.models.Task):
         known (a stream), which trains the whole table.
         """
         self.encoder.train_used_layers_only()
-        callbacks = [StopOnNonFiniteLoss(async_safe=on_accelerator()), *(callbacks or [])]
+        callbacks = [StopOnNonFiniteLoss(async_safe=on_accelerator()), StopOnInterrupt(),
+                     *(callbacks or [])]
         rows = self._trained_embedding_rows(used_ids)
         with contextlib.ExitStack() as context:
             # The traced train step is freed with the objective.

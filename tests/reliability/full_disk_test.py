@@ -27,8 +27,7 @@ import numpy as np
 import pytest
 
 import kcse
-from conftest import tiny_bert
-from conftest import tiny_preprocessor
+from conftest import tiny_encoder_file
 from kcse import atomic_files
 from kcse import cli
 from kcse.experiments import methods
@@ -103,12 +102,7 @@ def disk(tmp_path):
 
 @pytest.fixture(scope="module")
 def encoder_file(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("model")
-    encoder = kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor(), pooling="last_avg")
-    encoder.save(folder / "tiny.keras")
-    texts = folder / "texts.txt"
-    texts.write_text("".join(f"the cat sat {i % 7} a dog ran\n" for i in range(2000)))
-    return folder / "tiny.keras", texts
+    return tiny_encoder_file(tmp_path_factory.mktemp("model"), 2000)
 
 
 def write_earlier_files(disk):

@@ -20,10 +20,8 @@ import time
 import numpy as np
 import pytest
 
-import kcse
 from kcse.experiments import results
-from conftest import tiny_bert
-from conftest import tiny_preprocessor
+from conftest import tiny_encoder_file
 from tiny_grid import RECIPES
 from tiny_grid import tiny_task_and_model
 
@@ -94,12 +92,7 @@ def assert_interrupted(code, lines, folder, before):
 
 @pytest.fixture(scope="module")
 def model_and_texts(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("model")
-    encoder = kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor(), pooling="last_avg")
-    encoder.save(folder / "tiny.keras")
-    texts = folder / "texts.txt"
-    texts.write_text("".join(f"the cat sat {i} a dog ran\n" for i in range(30000)))
-    return folder / "tiny.keras", texts
+    return tiny_encoder_file(tmp_path_factory.mktemp("model"), 30000)
 
 
 @pytest.fixture
