@@ -1,3 +1,5 @@
+import contextlib
+import io
 import json
 
 import numpy as np
@@ -16,6 +18,7 @@ from tiny_grid import recipe
 from tiny_grid import stsb_sample
 from tiny_grid import tiny_checkpoint
 from tiny_grid import tiny_setup  # noqa: F401 (a fixture)
+from tiny_grid import tiny_task_and_model
 from tiny_grid import write_task
 
 chinese_simcse = recipe("chinese_simcse")
@@ -32,9 +35,21 @@ def run_recipe(tmp_path, model, *extra):
     )
 
 
-def test_smoke_results_schema_and_resume(tiny_setup, capsys):
-    tmp_path, model = tiny_setup
-    run_recipe(tmp_path, model)
+@pytest.fixture(scope="module")
+def default_grid(tmp_path_factory, shared_data):
+    """`tiny_setup` after one `run_recipe` with no extra flags, and what that
+    run printed: the same run of the same grid, shared by the tests that
+    read it (each used to repeat it, ~30 s)."""
+    tmp_path = tmp_path_factory.mktemp("default_grid")
+    model = tiny_task_and_model(tmp_path, shared_data)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        run_recipe(tmp_path, model)
+    return tmp_path, model, printed.getvalue()
+
+
+def test_smoke_results_schema_and_resume(default_grid, capsys):
+    tmp_path, model, first = default_grid
     results = json.loads((tmp_path / "out" / "results.json").read_text())
     assert results["schema"] == "kcse.comparison/3"
     assert sorted(key.rsplit("|", 1)[0] for key in results["cells"]) == [
@@ -62,7 +77,6 @@ def test_smoke_results_schema_and_resume(tiny_setup, capsys):
     # Provenance: numerics revision, whitening vectors and null directions.
     assert "| numerics | whitening vectors | whitening null dirs |" in markdown
     assert "| 2 | 300 | 1 |" in markdown and "| 2 | 300 | 0 |" in markdown
-    first = capsys.readouterr().out
     assert "[2/2] tiny_bert|P4|STS-B|su|simcse|" in first and "ETA" in first
     assert f"model tiny_bert: original bert checkpoint {model.rsplit(':', 1)[0]}" in first
     assert "c trained" in first and "Su Jianlin's published" not in first
@@ -85,9 +99,8 @@ def test_plot_writes_a_png_per_cell(tiny_setup):
     assert not list((tmp_path / "out" / "plots").glob(".*"))  # No temporaries.
 
 
-def test_raw_and_whitening_columns_equal_independent_computations(tiny_setup):
-    tmp_path, model = tiny_setup
-    run_recipe(tmp_path, model)
+def test_raw_and_whitening_columns_equal_independent_computations(default_grid):
+    tmp_path, model, _ = default_grid
     cells = json.loads((tmp_path / "out" / "results.json").read_text())["cells"]
     backbone, preprocessor = kcse.models.from_checkpoint(
         model.rsplit(":", 1)[0], "bert", 64
