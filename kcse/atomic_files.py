@@ -69,16 +69,12 @@ def size_text(count):
         if count < 1000 or unit == "GB":
             return f"{count:.0f} {unit}" if unit == "bytes" else f"{count:.1f} {unit}"
         count /= 1000
-    return None
 
 
 def free_space_text(path):
     """`"12.0 MB free there"` for the file system that would hold `path`."""
-    folder = pathlib.Path(path).parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
     try:
-        return f"{size_text(shutil.disk_usage(folder).free)} free there"
+        return f"{size_text(shutil.disk_usage(_existing_folder(path)).free)} free there"
     except OSError:
         return "free space unknown"
 
@@ -87,10 +83,7 @@ def check_room(path, needed_bytes):
     """Raises `WriteError` (ENOSPC) when the file system of `path` has less
     than `needed_bytes` free: a check before work whose result would be
     lost for want of space."""
-    folder = pathlib.Path(path).parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
-    if shutil.disk_usage(folder).free < needed_bytes:
+    if shutil.disk_usage(_existing_folder(path)).free < needed_bytes:
         raise WriteError(path, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), needed_bytes)
 
 
@@ -136,16 +129,15 @@ def _mode_for(path, directory):
 
 
 @contextlib.contextmanager
-def replacing(path, needed_bytes=None):
+def replacing(path):
     """Yields a temporary file path; on success it replaces `path`.
 
     If the body raises (or the process dies), `path` is left as it was and
     the temporary is removed (or, after a kill, left behind hidden), with
     the folders made for it. An `OSError` of writing becomes `WriteError`
-    naming `path` (`needed_bytes`: the size it would have had, said when
-    the disk is full).
+    naming `path`.
     """
-    with writing(path, directory=False, needed_bytes=needed_bytes) as temporary:
+    with writing(path, directory=False) as temporary:
         yield temporary
         _flush_to_disk(temporary)
         interrupts.check()  # A Ctrl-C a library swallowed: not renamed.
@@ -154,22 +146,24 @@ def replacing(path, needed_bytes=None):
 
 
 @contextlib.contextmanager
-def writing_folder(path, needed_bytes=None):
+def writing_folder(path):
     """Yields an empty temporary folder; on success it replaces `path`
     (`replace_directory`). Otherwise as `replacing`."""
-    with writing(path, directory=True, needed_bytes=needed_bytes) as temporary:
+    with writing(path, directory=True) as temporary:
         yield temporary
         interrupts.check()
         replace_directory(temporary, path)
 
 
 @contextlib.contextmanager
-def writing(path, directory, needed_bytes=None):
+def writing(path, directory):
     """A temporary sibling of `path` (file or folder), removed with the
     folders made for it unless the body moved it into place; OSErrors of
     writing become `WriteError`."""
     path = pathlib.Path(path)
-    made = _missing_ancestors(path)
+    existing = _existing_folder(path)
+    made = [folder for folder in path.parents if folder != existing
+            and existing in folder.parents]  # Deepest first.
     temporary = None
     try:
         temporary = temporary_sibling(path, directory)
@@ -185,18 +179,16 @@ def writing(path, directory, needed_bytes=None):
                 folder.rmdir()
         if isinstance(error, OSError) and not isinstance(error, WriteError) and (
                 is_write_error(error, temporary, path)):
-            raise WriteError(path, error, needed_bytes) from None
+            raise WriteError(path, error) from None
         raise
 
 
-def _missing_ancestors(path):
-    """The folders above `path` that do not exist yet, deepest first."""
-    missing = []
+def _existing_folder(path):
+    """The nearest folder above `path` that exists."""
     folder = pathlib.Path(path).parent
     while not folder.exists() and folder != folder.parent:
-        missing.append(folder)
         folder = folder.parent
-    return missing
+    return folder
 
 
 def write_text(path, text):
