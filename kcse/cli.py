@@ -592,7 +592,6 @@ def run_encode(args):
         with EncodeWriter(temporary, count, args.field, records, args.output) as writer:
             for rows, vectors in predict_in_chunks(encoder, encoder.preprocessor, texts,
                                                    args.batch_size, warn_truncation=True):
-                interrupts.check()
                 vectors = vectors.astype("float32")
                 if args.normalize:
                     vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
