@@ -7,30 +7,35 @@ from kcse.models.layer_taps import embedding_stage
 from kcse.models.layer_taps import transformer_states
 from kcse.layers.nli_classifier import NLIClassifier
 from kcse.layers.view_augmentation import AdversarialPerturbation
-from kcse.layers.view_augmentation import FeatureCutoff
-from kcse.layers.view_augmentation import TokenCutoff
 from kcse.layers.view_augmentation import TokenShuffle
+from kcse.layers.view_specs import view_from_spec
 from kcse.losses.nt_xent_loss import NTXentLoss
 from kcse.objectives.encoder_objective import EncoderObjective
 
 MODES = ("unsup", "sup", "joint")
 # Inside a training batch, the NLI labels the adversarial view needs.
 LABELS = "nli_labels"
+# ConSERT's two views of each contrastive stage (`kcse.layers.view_specs`),
+# from yym6472/ConSERT's run scripts. "sup" has no contrastive term.
+SCRIPT_VIEWS = {
+    # scripts/chinese/unsup-consert-base-*.sh: --da_final_1 feature_cutoff
+    # --cutoff_rate_final_1 0.2 --da_final_2 shuffle
+    "unsup": ["feature_cutoff:0.2", "shuffle"],
+    # scripts/sup-consert-joint-base.sh: --data_augmentation_strategy cutoff
+    # --cutoff_direction row --cutoff_rate 0.1 (against the sentence as is)
+    "joint": ["none", "token_cutoff:0.1"],
+    # second stage of scripts/sup-consert-sup-unsup-base.sh: cutoff, column, 0.1
+    "sup-unsup": ["none", "feature_cutoff:0.1"],
+    # second stage of scripts/sup-consert-joint-unsup-base.sh: shuffle
+    "joint-unsup": ["none", "shuffle"],
+}
 
 
 def consert_views(mode):
-    """ConSERT's two views for `mode`, from its run scripts (yym6472/ConSERT).
-
-    `"unsup"`: feature cutoff 0.2 and token shuffle
-    (`scripts/chinese/unsup-consert-base-*.sh`: `--da_final_1 feature_cutoff
-    --cutoff_rate_final_1 0.2 --da_final_2 shuffle`). `"joint"`: the sentence
-    as it is and token cutoff 0.1 (`scripts/sup-consert-joint-base.sh`:
-    `--data_augmentation_strategy cutoff --cutoff_direction row --cutoff_rate
-    0.1`). `"sup"` has no contrastive term.
-    """
-    if mode == "joint":
-        return (None, TokenCutoff(0.1))
-    return (FeatureCutoff(0.2), TokenShuffle())
+    """ConSERT's two view layers for `mode` (`SCRIPT_VIEWS`; None: the
+    sentence as it is); `"sup"`, without a contrastive term, keeps unsup's."""
+    specs = SCRIPT_VIEWS["joint" if mode == "joint" else "unsup"]
+    return tuple(view_from_spec(spec) for spec in specs)
 
 
 @keras.saving.register_keras_serializable(package="kcse")
