@@ -36,19 +36,10 @@ True
 True
 """
 
-SU_MODELS = (
-    "BERT",
-    "RoBERTa",
-    "NEZHA",
-    "WoBERT",
-    "RoFormer",
-    "SimBERT",
-    "SimBERT-small",
-    "SimBERT-tiny",
-)
-POOLINGS = ("P1", "P2", "P3", "P4")
-TASKS = ("ATEC", "BQ", "LCQMC", "PAWSX", "STS-B")
+from kcse.layers.pooling_rules import SU_POOLINGS
+from kcse.models.model_sources import SU_MODELS
 
+# Keys: (one of SU_MODELS, one of SU_POOLINGS, one of kcse.data.chinese.CHINESE_TASKS).
 SU_SIMCSE_TABLE = {
     ("BERT", "P1", "ATEC"): (16.59, 20.61, 33.14),
     ("BERT", "P1", "BQ"): (29.35, 25.76, 50.67),
@@ -224,3 +215,17 @@ def published_cell(model, pooling, task):
     (62.92, 66.77, 60.8)
     """
     return SU_SIMCSE_TABLE.get((model, pooling, task))
+
+
+def published_reference(tasks):
+    """Su's published cells for `tasks`, as lines of text."""
+    lines = [f"Su Jianlin's published a / b / c for {', '.join(tasks)}:"]
+    for model in SU_MODELS:
+        for pooling in SU_POOLINGS:
+            cells = [published_cell(model, pooling, task) for task in tasks]
+            text = "  ".join(
+                f"{task} " + ("-" if cell is None else " / ".join(f"{v:.2f}" for v in cell))
+                for task, cell in zip(tasks, cells)
+            )
+            lines.append(f"  {model}-{pooling}: {text}")
+    return "\n".join(lines)

@@ -24,6 +24,9 @@ POOLING_ALIASES = {
     "P4": "first_last_avg",
 }
 POOLING_MODES = ("cls", "pooler", "last_avg", "first_last_avg", "last2avg", "max", "wk")
+# Su's poolings, in the order of his tables; every name a flag takes.
+SU_POOLINGS = tuple(POOLING_ALIASES)
+POOLING_NAMES = SU_POOLINGS + POOLING_MODES
 
 # SBERT-WK's defaults (the authors' `SBERT_WK.py`: `--layer_start`,
 # `--context_window_size`).

@@ -44,6 +44,7 @@ SU_CHECKPOINTS = {
     "SimBERT-small": ("chinese_simbert_L-6_H-384_A-12", "simbert"),
     "SimBERT-tiny": ("chinese_simbert_L-4_H-312_A-12", "simbert"),
 }
+SU_MODELS = tuple(SU_CHECKPOINTS)  # In the order of Su's tables.
 # Short names of keras-hub presets, with the text prefix they expect.
 PRESETS = {"e5-small": ("multilingual_e5_small", "query: ")}
 

@@ -5,13 +5,11 @@ import re
 
 import pytest
 
-from kcse.experiments.published import (
-    POOLINGS,
-    SU_MODELS,
-    SU_SIMCSE_TABLE,
-    TASKS,
-    published_cell,
-)
+from kcse.data.chinese import CHINESE_TASKS as TASKS
+from kcse.experiments.published import SU_SIMCSE_TABLE
+from kcse.experiments.published import published_cell
+from kcse.layers.pooling_rules import SU_POOLINGS as POOLINGS
+from kcse.models.model_sources import SU_MODELS
 
 SEED = (
     pathlib.Path(__file__).resolve().parents[3]
