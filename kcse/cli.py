@@ -21,7 +21,6 @@ import json
 import os
 import pathlib
 import sys
-import time
 import typing
 
 import numpy as np
@@ -32,8 +31,8 @@ from kcse import interrupts
 from kcse.arguments import UsageError
 from kcse.data.chinese import CHINESE_TASKS
 from kcse.experiments import command_line
-from kcse.experiments.command_line import METHOD_NAMES
-from kcse.experiments.command_line import POOLINGS
+from kcse.experiments.methods import METHODS
+from kcse.layers.pooling_rules import POOLING_NAMES
 from kcse.models.model_sources import check_model
 from kcse.models.model_sources import pooling_problem
 from kcse.tensorflow_start import start_tensorflow
@@ -106,7 +105,7 @@ def build_parser():
         "Spearman before and after), and prints them.",
     )
     add_model_arguments(train, max_length=False)  # The protocol's flag.
-    train.add_argument("--method", choices=METHOD_NAMES, default="simcse")
+    train.add_argument("--method", choices=tuple(METHODS), default="simcse")
     train.add_argument("--task", choices=CHINESE_TASKS, default="STS-B")
     train.add_argument("--data-dir", type=pathlib.Path,
                        help="<TASK>/<TASK>.{train,valid,test}.data folders "
@@ -118,7 +117,7 @@ def build_parser():
                        help="replace an encoder.keras already in --output")
     command_line.add_training_arguments(train)
     command_line.add_speed_arguments(train)
-    command_line.add_method_arguments(train, METHOD_NAMES)
+    command_line.add_method_arguments(train, METHODS)
     train.set_defaults(run=run_train, inputs=(), output_kind="folder",
                        replaces="OUTPUT/encoder.keras")
 
@@ -185,7 +184,7 @@ def add_model_arguments(parser, max_length=True):
     parser.add_argument("--model", required=True,
                         help="a .keras file, e5-small, Su's model names (with "
                         "--checkpoint-root), a keras-hub preset or folder, or PATH:family")
-    parser.add_argument("--pooling", choices=POOLINGS, default=None,
+    parser.add_argument("--pooling", choices=POOLING_NAMES, default=None,
                         help="(default: last_avg; a .keras file keeps its own)")
     parser.add_argument("--prefix", default=None,
                         help="prepended to every sentence (default: the model's, "
@@ -373,20 +372,19 @@ def train(args, data):
     import keras
 
     from kcse import distribution
-    from kcse.models.layer_taps import set_hidden_dropout
     from kcse.evaluation.sts import evaluate_sts
-    from kcse.experiments import comparison
-    from kcse.experiments import grid
-    from kcse.experiments.methods import seed_run
+    from kcse.experiments.methods import method_from_args
+    from kcse.experiments.protocols import protocol_from_args
     from kcse.experiments.provenance import run_provenance
+    from kcse.experiments.training import train_once
     from kcse.objectives.encoder_objective import NonFiniteLossError
     from kcse.precision import precision_of
 
     try:
-        method = comparison.method_from_args(args.method, args)
+        method = method_from_args(args.method, args)
     except (OSError, ValueError) as error:
         raise UsageError(one_line(error, args.nli or "")) from None
-    protocol = comparison.protocol_from_args(args, method)
+    protocol = protocol_from_args(args, method)
     try:
         distribution.check_global_batch_size(protocol.batch_size)
     except ValueError as error:
@@ -405,27 +403,23 @@ def train(args, data):
                          f"{precision}, the precision it was saved with; pass "
                          f"--precision {precision}")
 
-    def test_spearman():
+    def test_spearman(encoder):
         test = data["test"]
         return evaluate_sts(encoder, ([prefix + s for s in test.sentences1],
                                       [prefix + s for s in test.sentences2], test.scores))
 
-    before = test_spearman()
+    before = test_spearman(encoder)
     print(f"{args.model} {encoder.pooling}, {args.task} test before: "
           f"Spearman {before['spearman']:.2f}")
-    set_hidden_dropout(encoder.backbone, protocol.hidden_dropout)
-    callbacks = grid.valid_selection(encoder, data, protocol, prefix)
-    seed_run(args.seed, encoder)
-    began = time.time()
     try:
-        samples = method.train(encoder, data, protocol, args.task, args.seed, prefix,
-                               callbacks, verbose=arguments.progress_verbosity())
+        run = train_once(method, encoder, data, protocol, args.task, args.seed, prefix,
+                         verbose=arguments.progress_verbosity())
     except NonFiniteLossError as error:
         raise CommandFailed(error) from None
-    seconds = time.time() - began
-    after = test_spearman()
+    encoder = run.encoder
+    after = test_spearman(encoder)
     print(f"{args.model} {encoder.pooling}, {args.task} test after {method.title}: "
-          f"Spearman {after['spearman']:.2f} ({samples} training samples)")
+          f"Spearman {after['spearman']:.2f} ({run.samples} training samples)")
     if not distribution.is_chief():
         return  # Process 0 of a --distributed run writes the output.
     save_trained(encoder, args.output / "encoder.keras")
@@ -433,9 +427,9 @@ def train(args, data):
         "model": args.model, "model_source": source, "pooling": encoder.pooling,
         "prefix": prefix, "task": args.task, "method": method.name,
         "protocol": protocol.name, "before": before, "after": after,
-        "training_samples": samples,
-        "kept_step": callbacks[0].best_step if callbacks else None,
-        "training_seconds": seconds,
+        "training_samples": run.samples,
+        "kept_step": run.kept_step,
+        "training_seconds": run.seconds,
         "settings": method.settings() | dataclasses.asdict(protocol)
         | {"seed": args.seed, "precision": args.precision},
         "provenance": run_provenance(),

@@ -25,7 +25,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 def parse_args(argv=None):
     """The checked arguments; a bad one exits 2 with one line, before any work."""
     from kcse import arguments
-    from kcse.experiments.command_line import POOLINGS
+    from kcse.layers.pooling_rules import POOLING_NAMES as POOLINGS
     from kcse.experiments.command_line import SMALLEST_BATCH
     from kcse.experiments.command_line import add_speed_arguments
     from kcse.experiments.command_line import add_verbose_argument

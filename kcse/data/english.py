@@ -116,6 +116,11 @@ def sts_file_urls(name):
     }
 
 
+def stsb_task(language):
+    """The task name of a stsb-multi-mt language in results: `STS-B-de`."""
+    return f"STS-B-{language}"
+
+
 def stsb_multi_mt_url(language, split):
     """GitHub URL of one stsb-multi-mt CSV (`"de"`, `"dev"` → stsb-de-dev.csv)."""
     language = stsb_language(language)

@@ -25,82 +25,19 @@ from kcse.data.chinese import BUNDLED_CHINESE_STS
 from kcse.data.chinese import CHINESE_TASKS
 from kcse.data.chinese import chinese_task_path
 from kcse.data.english import STSB_MULTI_MT_LANGUAGES
-from kcse.models.model_sources import check_model
+from kcse.data.english import stsb_task
+from kcse.experiments.methods import METHODS
 from kcse.experiments.protocols import PROTOCOLS
 from kcse.experiments.protocols import SPLITS
+from kcse.layers.pooling_rules import POOLING_NAMES
+from kcse.models.model_sources import check_model
 
 # The default (CPU) run: training sentences per task (Su's: 10,000) and
 # poolings (Su's: P1..P4), so that it fits 20 minutes on 2 CPU cores.
 DEFAULT_SENTENCES = 500
 DEFAULT_POOLINGS = ("P1", "P3")
-SU_POOLINGS = ["P1", "P2", "P3", "P4"]
-# Su's names of the poolings, then kcse's (`kcse.layers.SentencePooling`).
-POOLINGS = ("P1", "P2", "P3", "P4", "cls", "pooler", "last_avg",
-            "first_last_avg", "last2avg", "max", "wk")
-# The training methods of column c (`kcse.experiments.methods.METHODS`);
-# all of them contrast in-batch negatives, so a batch needs 2 sentences.
-METHOD_NAMES = ("simcse", "consert", "sg_opt", "sup_simcse", "ct")
+# Every method of column c contrasts in-batch negatives: a batch needs 2 sentences.
 SMALLEST_BATCH = 2
-CONSERT_MODES = ("unsup", "sup", "joint", "sup-unsup", "joint-unsup")
-# ConSERT's two views of each contrastive stage, from yym6472/ConSERT's scripts.
-CONSERT_STAGE_VIEWS = {
-    # scripts/chinese/unsup-consert-base-*.sh: --da_final_1 feature_cutoff
-    # --cutoff_rate_final_1 0.2 --da_final_2 shuffle
-    "unsup": ["feature_cutoff:0.2", "shuffle"],
-    # scripts/sup-consert-joint-base.sh: --data_augmentation_strategy cutoff
-    # --cutoff_direction row --cutoff_rate 0.1 (against the sentence as is)
-    "joint": ["none", "token_cutoff:0.1"],
-    # second stage of scripts/sup-consert-sup-unsup-base.sh: cutoff, column, 0.1
-    "sup-unsup": ["none", "feature_cutoff:0.1"],
-    # second stage of scripts/sup-consert-joint-unsup-base.sh: shuffle
-    "joint-unsup": ["none", "shuffle"],
-}
-# ConSERT's views: the value each takes (`split_view`).
-VIEW_VALUES = {
-    "shuffle": None,
-    "token_cutoff": "rate",
-    "feature_cutoff": "rate",
-    "span_cutoff": "rate",
-    "dropout": "rate",
-    "adversarial": "norm",
-}
-
-
-def split_view(text):
-    """`(name, value)` of a view spec `name[:value]`; `("none", None)`.
-
-    Rates (cutoffs, dropout) must be in [0, 1), `adversarial`'s noise norm
-    above 0; `shuffle` takes no value; a rate left out is the view's
-    default. Raises ValueError naming the spec.
-    """
-    name, colon, value = text.partition(":")
-    if name == "none" and not colon:
-        return name, None
-    if name not in VIEW_VALUES:
-        raise ValueError(f"unknown view {name!r}; choose from none, {', '.join(VIEW_VALUES)}")
-    kind = VIEW_VALUES[name]
-    if not colon:
-        return name, None
-    if kind is None:
-        raise ValueError(f"the {name} view takes no value; got {text!r}")
-    bounded = arguments.rate if kind == "rate" else arguments.positive_number
-    try:
-        return name, bounded(value)
-    except argparse.ArgumentTypeError as error:
-        raise ValueError(f"view {text!r}: the {kind} {error}") from None
-
-
-def two_views(text):
-    """An argparse type: ConSERT's two views, each checked by `split_view`."""
-    views = arguments.comma_list(text)
-    if len(views) != 2:
-        raise argparse.ArgumentTypeError(f"ConSERT takes two views; got {len(views)} in {text!r}")
-    for view in views:
-        try:
-            split_view(view)
-        except ValueError as error:
-            raise argparse.ArgumentTypeError(str(error)) from None
-    return views
 
 
 # The protocols of the multilingual STS-B table (`recipes/multilingual_sts.py`):
@@ -108,28 +45,6 @@ def two_views(text):
 # split that every stsb-multi-mt language has, and whose training sentences
 # from the train split where the language has one.
 MULTILINGUAL_PROTOCOLS = ("stsb", "su", "clean")
-
-
-def stsb_task(language):
-    """The task name of a stsb-multi-mt language in results: `STS-B-de`."""
-    return f"STS-B-{language}"
-
-
-def two_text_views(text):
-    """An argparse type: two CLEAR text views (`kcse.data.text_view_from_spec`)."""
-    from kcse.data.text_views import text_view_from_spec
-
-    views = arguments.comma_list(text)
-    if len(views) != 2:
-        raise argparse.ArgumentTypeError(
-            f"--text-views takes two views; got {len(views)} in {text!r}")
-    for view in views:
-        try:
-            # A synonym table is read later (--synonyms); any one checks the spec.
-            text_view_from_spec(view, synonyms={"_": ["_"]})
-        except ValueError as error:
-            raise argparse.ArgumentTypeError(str(error)) from None
-    return views
 
 
 def postprocessing_list(text):
@@ -158,7 +73,7 @@ def comparison_parser(doc, output, poolings=DEFAULT_POOLINGS, languages=None):
                        "SimBERT, SimBERT-small, SimBERT-tiny) under "
                        "--checkpoint-root, e5-small, a keras-hub preset, a local "
                        "folder, or PATH:family (default: e5-small)")
-    group.add_argument("--poolings", type=arguments.choices_list(POOLINGS),
+    group.add_argument("--poolings", type=arguments.choices_list(POOLING_NAMES),
                        default=list(poolings),
                        help=f"P1..P4 (default: {','.join(poolings)}; Su: "
                        "P1,P2,P3,P4; P2 is skipped without a pooler), also "
@@ -366,85 +281,16 @@ def add_training_arguments(parser):
 
 
 def add_method_arguments(parser, names):
-    """The flags of the methods `names` (of `METHOD_NAMES`)."""
-    if "simcse" in names:
-        group = parser.add_argument_group("SimCSE's text views (CLEAR)")
-        group.add_argument("--text-views", type=two_text_views,
-                           default=METHOD_DEFAULTS["text_views"],
-                           help="train SimCSE on two text views of each sentence "
-                           "instead of the sentence twice (dropout stays on): "
-                           "word_deletion[:R], span_deletion[:R], reordering[:R[:PAIRS]], "
-                           "synonym_substitution[:R] (needs --synonyms); e.g. "
-                           "word_deletion:0.3,reordering:0.3 (Wu et al. 2020, CLEAR; "
-                           "Chinese is segmented with jieba)")
-        group.add_argument("--synonyms", type=pathlib.Path,
-                           default=METHOD_DEFAULTS["synonyms"],
-                           help="synonym table for synonym_substitution: a line "
-                           "per word, word<TAB>synonym synonym ...")
-    if "consert" in names:
-        group = parser.add_argument_group("ConSERT")
-        group.add_argument("--views", type=two_views,
-                           default=METHOD_DEFAULTS["views"],
-                           help="two views for every contrastive stage: none, "
-                           "shuffle, token_cutoff:R, feature_cutoff:R, "
-                           "span_cutoff:R, dropout:R, adversarial:NORM (default: "
-                           "ConSERT's scripts' by stage: unsup "
-                           "feature_cutoff:0.2,shuffle (chinese/unsup-consert-"
-                           "base-*.sh); joint none,token_cutoff:0.1 "
-                           "(sup-consert-joint-base.sh); the unsup stage of "
-                           "sup-unsup none,feature_cutoff:0.1 and of joint-unsup "
-                           "none,shuffle (sup-consert-*-unsup-base.sh))")
-        group.add_argument("--mode", choices=CONSERT_MODES, default=METHOD_DEFAULTS["mode"])
-        group.add_argument("--contrastive-weight", type=arguments.non_negative_number,
-                           default=METHOD_DEFAULTS["contrastive_weight"],
-                           help="α, ConSERT's cl_rate, on its NT-Xent (the two "
-                           "directions summed) in every contrastive stage "
-                           "(default 0.15: --cl_rate 0.15 in ConSERT's scripts)")
-        group.add_argument("--nli-learning-rate", type=arguments.positive_number,
-                           default=METHOD_DEFAULTS["nli_learning_rate"],
-                           help="learning rate of the NLI stage, one epoch (default "
-                           "2e-5: ConSERT's main.py, which sup-consert-joint-"
-                           "base.sh keeps)")
-    if "sg_opt" in names:
-        group = parser.add_argument_group("SG-OPT")
-        group.add_argument("--projection-dim", type=arguments.positive_integer,
-                           default=METHOD_DEFAULTS["projection_dim"],
-                           help="width of the projection head (4096)")
-        group.add_argument("--regularization", type=arguments.non_negative_number,
-                           default=METHOD_DEFAULTS["regularization"],
-                           help="λ on Σ‖θ_T − θ_F‖² (0.1)")
-    if "ct" in names:
-        group = parser.add_argument_group("Contrastive Tension")
-        group.add_argument("--negative-pairs", type=arguments.positive_integer,
-                           default=METHOD_DEFAULTS["negative_pairs"],
-                           help="K, negative sentence pairs per positive pair; "
-                           "--batch-size (pairs) must be a multiple of K + 1 "
-                           "(default 7, with batch 16: Contrastive-Tension's "
-                           "Training.py)")
-    if "sup_simcse" in names:
-        group = parser.add_argument_group("supervised SimCSE")
-        group.add_argument("--hard-negative-weight", type=arguments.number(),
-                           default=METHOD_DEFAULTS["hard_negative_weight"])
-    if {"consert", "sup_simcse"} & set(names):
-        parser.add_argument(
-            "--nli", type=pathlib.Path,
-            help="SNLI / CNSD JSON-lines file: ConSERT's supervised modes; "
-            "supervised SimCSE's triplets (default: from the task's train labels)")
-
-
-# Each method's own flags (`add_method_arguments`), by destination.
-METHOD_FLAGS = {
-    "views": ("consert",), "mode": ("consert",), "contrastive_weight": ("consert",),
-    "nli_learning_rate": ("consert",),
-    "projection_dim": ("sg_opt",), "regularization": ("sg_opt",),
-    "hard_negative_weight": ("sup_simcse",), "nli": ("consert", "sup_simcse"),
-    "text_views": ("simcse",), "synonyms": ("simcse",), "negative_pairs": ("ct",),
-}
-METHOD_DEFAULTS = {
-    "views": None, "mode": "unsup", "contrastive_weight": 0.15, "nli_learning_rate": 2e-5,
-    "projection_dim": 4096, "regularization": 0.1, "hard_negative_weight": 0.0, "nli": None,
-    "text_views": None, "synonyms": None, "negative_pairs": 7,
-}
+    """The flags of the methods `names` (of `methods.METHODS`), each once."""
+    added = set()
+    for name in names:
+        method = METHODS[name]
+        flags = [flag for flag in method.flags if flag.dest not in added]
+        if flags:
+            group = parser.add_argument_group(method.flag_group or method.title)
+            for flag in flags:
+                group.add_argument(*flag.names, **flag.options)
+                added.add(flag.dest)
 
 
 def check_method_arguments(method, args):
@@ -453,62 +299,19 @@ def check_method_arguments(method, args):
     A flag of another method (`kcse train --method simcse --views ...`)
     would be ignored, so it is an error.
     """
-    for name, methods in METHOD_FLAGS.items():
-        if (method not in methods and hasattr(args, name)
-                and getattr(args, name) != METHOD_DEFAULTS[name]):
-            flag = "--" + name.replace("_", "-")
+    owners = {}
+    for other in METHODS.values():
+        for flag in other.flags:
+            owners.setdefault(flag.dest, (flag, []))[1].append(other.name)
+    for dest, (flag, names) in owners.items():
+        if (method not in names and hasattr(args, dest)
+                and getattr(args, dest) != flag.default):
             raise arguments.UsageError(
-                f"{flag} is a flag of {' and '.join(methods)}, not of --method {method}")
-    if method == "consert" and args.mode != "unsup" and args.nli is None:
-        raise arguments.UsageError(f"--mode {args.mode} trains on NLI pairs: give --nli FILE")
-    if getattr(args, "nli", None) is not None:
-        arguments.check_input_file(args.nli, "--nli")
-    if method == "ct":
-        batch = args.batch_size or 16
-        if batch % (args.negative_pairs + 1):
-            raise arguments.UsageError(
-                f"--batch-size {batch} must be a multiple of --negative-pairs + 1 "
-                f"({args.negative_pairs + 1}): each batch holds whole groups of "
-                "one positive and K negative pairs")
-    views = getattr(args, "text_views", None) or []
-    substitutes = any(view.startswith("synonym_substitution") for view in views)
-    if substitutes and args.synonyms is None:
-        raise arguments.UsageError("--text-views synonym_substitution needs --synonyms FILE")
-    if getattr(args, "synonyms", None) is not None:
-        if not substitutes:
-            raise arguments.UsageError(
-                "--synonyms is used by the synonym_substitution text view only")
-        arguments.check_input_file(args.synonyms, "--synonyms")
-        args.synonym_table = read_synonyms(args.synonyms, views)
-
-
-def read_synonyms(path, views):
-    """The synonym table of `--synonyms`, read and checked before any work.
-
-    `kcse.data.read_synonym_table` reads it; the synonym_substitution views
-    of `views` take it (`text_view_from_spec`). An unreadable file, a bad
-    line or a table without any synonym is a UsageError naming the file
-    (and line).
-    """
-    from kcse.data.text_views import read_synonym_table
-    from kcse.data.text_views import text_view_from_spec
-
-    try:
-        table = read_synonym_table(path)
-        substitutions = [text_view_from_spec(view, table) for view in views
-                         if view.startswith("synonym_substitution")]
-    except OSError as error:
-        raise arguments.UsageError(
-            f"--synonyms {path}: {error.strerror or error}") from None
-    except ValueError as error:  # MalformedLineError names the file and line.
-        text = " ".join(str(error).split())
-        raise arguments.UsageError(
-            f"--synonyms {text if str(path) in text else f'{path}: {text}'}") from None
-    if not any(view.synonyms for view in substitutions):
-        raise arguments.UsageError(
-            f"--synonyms {path}: no word with a synonym; give a line per word, "
-            "word<TAB>synonym synonym ...")
-    return table
+                f"{flag.names[0]} is a flag of {' and '.join(names)}, not of --method {method}")
+    METHODS[method].check_arguments(args)
+    for flag in METHODS[method].flags:
+        if flag.input_file and getattr(args, flag.dest) is not None:
+            arguments.check_input_file(getattr(args, flag.dest), flag.names[0])
 
 
 def check_comparison_arguments(args, method):
@@ -603,18 +406,23 @@ def _importable(name):
 
 
 def recipe_main(method_name, doc, output, argv=None, poolings=DEFAULT_POOLINGS,
-                languages=None):
+                languages=None, choose_method=False):
     """A comparison recipe's `main`: its method's flags, checks, then the grid.
 
     `languages`: the default `--data-dir` of stsb-multi-mt for a grid over
-    its languages (`comparison_parser`). Returns the `ResultStore`; a bad
-    argument or input exits 2 with one line, failed cells exit 1 after the
-    others ran.
+    its languages (`comparison_parser`). With `choose_method`, `--method`
+    picks any method of the registry (default: `method_name`) and every
+    method's flags are there. Returns the `ResultStore`; a bad argument or
+    input exits 2 with one line, failed cells exit 1 after the others ran.
     """
     parser = comparison_parser(doc, output, poolings, languages)
-    add_method_arguments(parser, [method_name])
+    if choose_method:
+        parser.add_argument("--method", choices=tuple(METHODS), default=method_name,
+                            help="the method of column c (default: %(default)s)")
+    add_method_arguments(parser, METHODS if choose_method else [method_name])
     try:
         args = parser.parse_args(argv)
+        method_name = args.method if choose_method else method_name
         check_comparison_arguments(args, method_name)
     except arguments.UsageError as error:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
@@ -661,9 +469,10 @@ def run_recipe(prog, args, method_name):
         print(f"{prog}: error: {error}", file=sys.stderr)
         sys.exit(2)
     from kcse.experiments import comparison
+    from kcse.experiments.methods import method_from_args
 
     try:
-        method = comparison.method_from_args(method_name, args)
+        method = method_from_args(method_name, args)
     except (OSError, ValueError) as error:  # The contents of --nli.
         print(f"{prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
         sys.exit(2)

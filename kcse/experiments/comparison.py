@@ -1,8 +1,9 @@
 """Running the comparison the recipes' flags describe: methods, protocol, grid.
 
 `kcse.experiments.command_line` parses and checks the flags (without
-TensorFlow); this module builds the method and protocol from them and runs
-the grid.
+TensorFlow); this module reads the tasks they name and runs the grid with
+the method (`methods.method_from_args`) and protocol
+(`protocols.protocol_from_args`) they describe.
 """
 
 import time
@@ -13,94 +14,21 @@ from kcse.data.chinese import BUNDLED_CHINESE_STS
 from kcse.data.chinese import CHINESE_TASKS
 from kcse.data.chinese import read_chinese_task
 from kcse.data.english import read_stsb_multi_mt
-from kcse.experiments import grid
-from kcse.models import model_sources
-from kcse.data.nli import nli_triplets
-from kcse.data.nli import read_nli
-from kcse.data.text_views import read_synonym_table
+from kcse.data.english import stsb_task
 from kcse.evaluation.sts import check_scorable
-from kcse.experiments.command_line import SU_POOLINGS
-from kcse.experiments.command_line import stsb_task
-from kcse.experiments.methods import METHODS
-from kcse.experiments.methods import ConSERTMethod
-from kcse.experiments.methods import ContrastiveTensionMethod
-from kcse.experiments.methods import SGOptMethod
+from kcse.experiments import grid
 from kcse.experiments.methods import SimCSEMethod
-from kcse.experiments.methods import SupervisedSimCSEMethod
-from kcse.experiments.protocols import PROTOCOLS
-from kcse.precision import precision_of
-from kcse.experiments.protocols import STSB_PROTOCOL
 from kcse.experiments.protocols import SPLITS
-from kcse.experiments.protocols import with_overrides
+from kcse.experiments.protocols import protocol_from_args
 from kcse.experiments.provenance import run_provenance
+from kcse.experiments.published import published_reference
 from kcse.experiments.results import CHINESE_TITLE
 from kcse.experiments.results import FAILED
 from kcse.experiments.results import ResultStore
 from kcse.experiments.results import text_table
-
-
-def method_from_args(name, args):
-    """The method `name` built from its flags (`add_method_arguments`).
-
-    `--rematerialize` (default: on with TensorFlow) sets its
-    `rematerialize`. Raises ValueError (or OSError for an unreadable
-    `--nli`) naming the problem.
-    """
-    method = _method(name, args)
-    tensorflow = keras.backend.backend() == "tensorflow"
-    rematerialize = getattr(args, "rematerialize", None)
-    if rematerialize and not tensorflow:
-        raise ValueError(
-            f"--rematerialize needs the TensorFlow backend; this is {keras.backend.backend()}"
-        )
-    method.rematerialize = tensorflow if rematerialize is None else rematerialize
-    return method
-
-
-def _method(name, args):
-    if name == "consert":
-        if args.mode != "unsup" and args.nli is None:
-            raise ValueError(f"--mode {args.mode} trains on NLI pairs: give --nli FILE")
-        nli = read_nli(args.nli) if args.nli else None
-        return ConSERTMethod(args.views, args.mode, nli, args.contrastive_weight,
-                             args.nli_learning_rate)
-    if name == "sg_opt":
-        return SGOptMethod(args.projection_dim, args.regularization)
-    if name == "sup_simcse":
-        triplets = nli_triplets(args.nli) if args.nli else None
-        return SupervisedSimCSEMethod(triplets, args.hard_negative_weight)
-    if name == "ct":
-        return ContrastiveTensionMethod(args.negative_pairs)
-    if name == "simcse":
-        views = getattr(args, "text_views", None)
-        synonyms = getattr(args, "synonyms", None)
-        table = getattr(args, "synonym_table", None)  # Read by the argument checks.
-        if table is None and synonyms:
-            table = read_synonym_table(synonyms)
-        return SimCSEMethod(views, table)
-    raise ValueError(f"unknown method {name!r}; choose from {', '.join(METHODS)}")
-
-
-def protocol_from_args(args, method):
-    """The protocol named by `args`, with the method's then the user's settings."""
-    base = STSB_PROTOCOL if args.protocol == STSB_PROTOCOL.name else PROTOCOLS[args.protocol]
-    protocol = with_overrides(base, **method.protocol_defaults)
-    return with_overrides(
-        protocol,
-        max_sentences=args.sentences,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        learning_rate=args.learning_rate,
-        hidden_dropout=args.dropout,
-        temperature=args.temperature,
-        negatives=args.negatives,
-        max_length=args.max_length,
-        long_max_length=args.long_max_length,
-        eval_every=args.eval_every,
-        select_on_valid=args.select_on_valid,
-        trained_splits=tuple(getattr(args, "trained_splits", None) or ()) or None,
-    )
-
+from kcse.layers.pooling_rules import SU_POOLINGS
+from kcse.models import model_sources
+from kcse.precision import precision_of
 
 MULTILINGUAL_TITLE = "Multilingual STS-B comparison (stsb-multi-mt)"
 
@@ -205,7 +133,7 @@ def run_comparison(args, method=None, log=print):
         f"{sentences} training sentences per task"
         f"{' (Su: 10000; pass --sentences 10000)' if su and sentences != 10000 else ''}, "
         f"poolings {','.join(args.poolings)}"
-        f"{' (Su: P1,P2,P3,P4)' if su and args.poolings != SU_POOLINGS else ''}, "
+        f"{' (Su: P1,P2,P3,P4)' if su and args.poolings != list(SU_POOLINGS) else ''}, "
         f"batch {protocol.batch_size}, "
         f"lr {protocol.learning_rate}, dropout {protocol.hidden_dropout}, "
         f"temperature {protocol.temperature}, max length {protocol.max_length}, "
@@ -230,7 +158,7 @@ def run_comparison(args, method=None, log=print):
     log("")
     log(text_table([store.cells[key] for key in keys]))
     if getattr(args, "show_published", False) and not multilingual:
-        log(grid.published_reference(args.tasks))
+        log(published_reference(args.tasks))
     log(f"wrote {store.json_path} and {store.markdown_path} "
         f"({time.time() - start:.0f} s)")
     failed = [key for key in keys if store.cells[key]["status"] == FAILED]

@@ -13,13 +13,11 @@ import numpy as np
 from kcse import atomic_files
 from kcse import interrupts
 from kcse.digests import content_digest
-from kcse.models.layer_taps import set_hidden_dropout
 from kcse.evaluation.sts import cosine_scores
 from kcse.evaluation.sts import sts_correlations
-from kcse.evaluation.sts_evaluator import STSEvaluator
-from kcse.experiments.protocols import SPLITS
 from kcse.experiments.methods import SimCSEMethod
-from kcse.experiments.methods import seed_run
+from kcse.experiments.protocols import SPLITS
+from kcse.experiments.training import train_once
 from kcse.experiments.published import published_cell
 from kcse.experiments.provenance import run_provenance
 from kcse.weight_snapshot import WeightSnapshot
@@ -120,23 +118,6 @@ def score_splits(data, vectors, transform=None):
             v1, v2 = transform(v1), transform(v2)
         scores[split] = sts_correlations(data[split].scores, cosine_scores(v1, v2))
     return scores
-
-
-def valid_selection(encoder, data, protocol, prefix, batch_size=64):
-    """Callbacks keeping the best step on valid, if the protocol says so."""
-    if not protocol.select_on_valid:
-        return []
-    valid = data["valid"]
-    return [
-        STSEvaluator(
-            encoder,
-            ([prefix + s for s in valid.sentences1],
-             [prefix + s for s in valid.sentences2], valid.scores),
-            every_n_steps=protocol.eval_every,
-            batch_size=batch_size,
-            restore_best_weights=True,
-        )
-    ]
 
 
 def trained_summary(runs):
@@ -272,36 +253,31 @@ def run_cell(spec, encoder, pooling, task, data, raw_vectors, protocol, seeds,
         reports = {"raw": diagnose(encoder, data, "test", spec.prefix), "trained": None}
     for seed in () if untrained else seeds:
         restore_weights()
-        set_hidden_dropout(encoder.backbone, protocol.hidden_dropout)
-        callbacks = valid_selection(encoder, data, protocol, spec.prefix, encode_batch_size)
-        began = time.time()
-        seed_run(seed, encoder)
         try:
-            samples = method.train(
-                encoder, data, protocol, task, seed, spec.prefix, callbacks
-            )
+            run = train_once(method, encoder, data, protocol, task, seed, spec.prefix,
+                             encode_batch_size)
         except NonFiniteLossError as failure:
             error = f"seed {seed}: {failure}"
             break
-        seconds = time.time() - began
+        trained = run.encoder
         # The objective, its optimizer state and traced training steps sit
         # in reference cycles: free them now, not at some later collection
         # while the next run trains beside them.
         gc.collect()
         trained_vectors = encode_splits(
-            encoder, encoder.preprocessor, data, spec.prefix, encode_batch_size,
+            trained, trained.preprocessor, data, spec.prefix, encode_batch_size,
             protocol.trained_splits,
         )
         runs.append({
             "seed": seed,
             "scores": score_splits(data, trained_vectors),
-            "kept_step": callbacks[0].best_step if callbacks else None,
-            "training_seconds": seconds,
-            "training_samples": samples,
+            "kept_step": run.kept_step,
+            "training_seconds": run.seconds,
+            "training_samples": run.samples,
         })
 
     if reports is not None and runs and not error:
-        reports["trained"] = diagnose(encoder, data, "test", spec.prefix)
+        reports["trained"] = diagnose(trained, data, "test", spec.prefix)
     record = {
         "model": spec.name,
         "model_source": spec.record(),
@@ -575,19 +551,3 @@ def choose_strategy():
         return None
     return tf.distribute.MirroredStrategy([gpu.name for gpu in gpus])
 
-
-def published_reference(tasks):
-    """Su's published cells for `tasks`, as lines of text."""
-    from kcse.experiments.published import POOLINGS
-    from kcse.experiments.published import SU_MODELS
-
-    lines = [f"Su Jianlin's published a / b / c for {', '.join(tasks)}:"]
-    for model in SU_MODELS:
-        for pooling in POOLINGS:
-            cells = [published_cell(model, pooling, task) for task in tasks]
-            text = "  ".join(
-                f"{task} " + ("-" if cell is None else " / ".join(f"{v:.2f}" for v in cell))
-                for task, cell in zip(tasks, cells)
-            )
-            lines.append(f"  {model}-{pooling}: {text}")
-    return "\n".join(lines)

@@ -109,3 +109,25 @@ def with_overrides(protocol, **overrides):
     """`protocol` with the given fields replaced (None values are ignored)."""
     changes = {k: v for k, v in overrides.items() if v is not None}
     return dataclasses.replace(protocol, **changes)
+
+
+def protocol_from_args(args, method):
+    """The protocol `args.protocol` names, with `method`'s paper settings
+    (`protocol_defaults`), then the user's flags (None: not given)."""
+    base = STSB_PROTOCOL if args.protocol == STSB_PROTOCOL.name else PROTOCOLS[args.protocol]
+    protocol = with_overrides(base, **method.protocol_defaults)
+    return with_overrides(
+        protocol,
+        max_sentences=args.sentences,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        learning_rate=args.learning_rate,
+        hidden_dropout=args.dropout,
+        temperature=args.temperature,
+        negatives=args.negatives,
+        max_length=args.max_length,
+        long_max_length=args.long_max_length,
+        eval_every=args.eval_every,
+        select_on_valid=args.select_on_valid,
+        trained_splits=tuple(getattr(args, "trained_splits", None) or ()) or None,
+    )

@@ -126,7 +126,7 @@ class ContrastiveTension(EncoderObjective):
     pairs as there are sentences, rounded up to whole batches), drawn
     afresh every epoch from a `numpy.random.RandomState` seeded by Python's
     `random` (`keras.utils.set_random_seed`,
-    `kcse.experiments.methods.seed_run`); the authors' 10 "epochs" of 500
+    `kcse.experiments.training.seed_run`); the authors' 10 "epochs" of 500
     steps are `fit(sentences, batch_size=16, epochs=10,
     steps_per_epoch=500)`.
 

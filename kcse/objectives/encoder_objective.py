@@ -65,7 +65,7 @@ def reshuffled(dataset):
 
     The orders are numpy permutations from a generator seeded by Python's
     `random` (which `keras.utils.set_random_seed` and
-    `kcse.experiments.methods.seed_run` seed), so they depend on that seed
+    `kcse.experiments.training.seed_run` seed), so they depend on that seed
     only: not on TensorFlow's global seed or on how many random ops the
     process made before, as `Dataset.shuffle`'s would.
     """

@@ -153,13 +153,13 @@ def test_consert_defaults_are_its_scripts(tmp_path):
     feature cutoff 0.1 / shuffle in the second stage.
     """
     from kcse.experiments import command_line
-    from kcse.experiments import comparison
+    from kcse.experiments import protocols
 
     parser = command_line.comparison_parser("doc\n\nmore", "out")
     command_line.add_method_arguments(parser, ["consert"])
     args = parser.parse_args([])
-    method = comparison.method_from_args("consert", args)
-    protocol = comparison.protocol_from_args(args, method)
+    method = methods.method_from_args("consert", args)
+    protocol = protocols.protocol_from_args(args, method)
     assert (protocol.batch_size, protocol.learning_rate, protocol.temperature) == (96, 5e-7, 0.1)
     assert (protocol.max_length, protocol.long_max_length) == (64, 64)
     assert method.contrastive_weight == 0.15 and method.nli_learning_rate == 2e-5
@@ -197,27 +197,18 @@ def test_consert_recipe_refuses_bad_arguments(arguments, message, capsys):
     assert message in capsys.readouterr().err
 
 
-def test_parse_view_makes_the_layers():
-    assert methods.parse_view("none") is None
-    assert isinstance(methods.parse_view("shuffle"), kcse.layers.TokenShuffle)
-    cutoff = methods.parse_view("span_cutoff:0.3")
-    assert isinstance(cutoff, kcse.layers.SpanCutoff) and cutoff.rate == 0.3
-    with pytest.raises(ValueError, match="takes no value"):
-        methods.parse_view("shuffle:0.1")
-
-
 def test_protocol_takes_the_method_defaults_then_the_flags():
     from kcse.experiments import command_line
-    from kcse.experiments import comparison
+    from kcse.experiments import protocols
 
     parser = command_line.comparison_parser("doc\n\nmore", "out")
     args = parser.parse_args(["--protocol", "clean", "--batch-size", "8",
                               "--no-select-on-valid"])
-    protocol = comparison.protocol_from_args(args, methods.ConSERTMethod())
+    protocol = protocols.protocol_from_args(args, methods.ConSERTMethod())
     assert protocol.temperature == 0.1 and protocol.hidden_dropout == 0.1  # ConSERT's
     assert protocol.batch_size == 8 and not protocol.select_on_valid  # the user's
     assert protocol.training_splits == ("train",) and protocol.max_sentences == 500
-    default = comparison.protocol_from_args(parser.parse_args([]), methods.SimCSEMethod())
-    assert default == comparison.with_overrides(
-        comparison.PROTOCOLS["su"], max_sentences=500
+    default = protocols.protocol_from_args(parser.parse_args([]), methods.SimCSEMethod())
+    assert default == protocols.with_overrides(
+        protocols.PROTOCOLS["su"], max_sentences=500
     )

@@ -110,15 +110,16 @@ def test_commands_recompute_with_tensorflow_unless_told_not_to(monkeypatch):
     import argparse
 
     from kcse.experiments import command_line
-    from kcse.experiments import comparison
+    from kcse.experiments import methods
 
     parser = argparse.ArgumentParser()
     command_line.add_training_arguments(parser)
+    command_line.add_method_arguments(parser, ["simcse"])
     for flags, expected in (([], True), (["--no-rematerialize"], False),
                             (["--rematerialize"], True)):
-        method = comparison.method_from_args("simcse", parser.parse_args(flags))
+        method = methods.method_from_args("simcse", parser.parse_args(flags))
         assert method.rematerialize is expected, flags
     monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
-    assert not comparison.method_from_args("simcse", parser.parse_args([])).rematerialize
+    assert not methods.method_from_args("simcse", parser.parse_args([])).rematerialize
     with pytest.raises(ValueError, match="--rematerialize needs the TensorFlow backend"):
-        comparison.method_from_args("simcse", parser.parse_args(["--rematerialize"]))
+        methods.method_from_args("simcse", parser.parse_args(["--rematerialize"]))

@@ -1,0 +1,182 @@
+"""ConSERT (Yan et al., 2021): embedding-level views, NT-Xent, NLI modes."""
+
+import argparse
+import dataclasses
+
+from kcse import arguments
+from kcse.data.nli import read_nli
+from kcse.digests import content_digest
+from kcse.experiments.methods.method import NLI_FLAG
+from kcse.experiments.methods.method import Flag
+from kcse.experiments.methods.method import Method
+from kcse.experiments.methods.method import fit
+from kcse.layers.view_specs import split_view
+from kcse.layers.view_specs import view_from_spec
+
+# The objective's modes (`kcse.objectives.ConSERT`), then ConSERT's two-stage
+# ones: a supervised stage, then `unsup` with the same encoder.
+MODES = ("unsup", "sup", "joint", "sup-unsup", "joint-unsup")
+
+
+def two_views(text):
+    """An argparse type: ConSERT's two views, each checked by `split_view`."""
+    views = arguments.comma_list(text)
+    if len(views) != 2:
+        raise argparse.ArgumentTypeError(f"ConSERT takes two views; got {len(views)} in {text!r}")
+    for view in views:
+        try:
+            split_view(view)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    return views
+
+
+class ConSERTMethod(Method):
+    """ConSERT in one of its modes, with the settings of ConSERT's scripts.
+
+    `unsup` trains on the task's sentences; `sup` and `joint` on `nli`
+    pairs (`kcse.data.NLIPairs`); `sup-unsup` and `joint-unsup` do
+    that, then `unsup`, with the same encoder (ConSERT's two-stage modes).
+
+    Defaults, from yym6472/ConSERT: temperature 0.1, batch 96, max length 64
+    (PAWSX too) and learning rate 5e-7 for the contrastive stage
+    (`scripts/chinese/unsup-consert-base-*.sh`), hidden dropout 0.1 (those
+    scripts keep BERT's), NLI stage one epoch at 2e-5 (`main.py`'s defaults
+    `--num_epochs 1 --learning_rate 2e-5`, kept by
+    `scripts/sup-consert-joint-base.sh`), α 0.15 (`--cl_rate 0.15`), views
+    by stage (`kcse.objectives.consert.SCRIPT_VIEWS`). ConSERT's scripts
+    train 10 epochs (STS-B 100) with early stopping on valid every 20 steps
+    (patience 10), which `--protocol clean --epochs 10 --eval-every 20`
+    approaches; kcse trains with the protocol's Adam, where ConSERT's
+    `main.py` uses AdamW (eps 1e-6, no bias correction, weight decay 0.01)
+    with 10% linear warm-up.
+
+    Args:
+        views: two view specs (`kcse.layers.view_specs`), used by every
+            contrastive stage; None: ConSERT's by stage.
+        mode: one of `MODES`.
+        nli: `NLIPairs` for the supervised modes.
+        contrastive_weight: α, ConSERT's `cl_rate`.
+        nli_learning_rate: the NLI stage's learning rate.
+    """
+
+    name = "consert"
+    title = "ConSERT"
+    protocol_defaults = {"temperature": 0.1, "batch_size": 96, "learning_rate": 5e-7,
+                         "hidden_dropout": 0.1, "max_length": 64, "long_max_length": 64}
+    flag_group = "ConSERT"
+    flags = (
+        Flag("--views", type=two_views,
+             help="two views for every contrastive stage: none, "
+             "shuffle, token_cutoff:R, feature_cutoff:R, "
+             "span_cutoff:R, dropout:R, adversarial:NORM (default: "
+             "ConSERT's scripts' by stage: unsup "
+             "feature_cutoff:0.2,shuffle (chinese/unsup-consert-"
+             "base-*.sh); joint none,token_cutoff:0.1 "
+             "(sup-consert-joint-base.sh); the unsup stage of "
+             "sup-unsup none,feature_cutoff:0.1 and of joint-unsup "
+             "none,shuffle (sup-consert-*-unsup-base.sh))"),
+        Flag("--mode", choices=MODES, default="unsup"),
+        Flag("--contrastive-weight", type=arguments.non_negative_number, default=0.15,
+             help="α, ConSERT's cl_rate, on its NT-Xent (the two "
+             "directions summed) in every contrastive stage "
+             "(default 0.15: --cl_rate 0.15 in ConSERT's scripts)"),
+        Flag("--nli-learning-rate", type=arguments.positive_number, default=2e-5,
+             help="learning rate of the NLI stage, one epoch (default "
+             "2e-5: ConSERT's main.py, which sup-consert-joint-"
+             "base.sh keeps)"),
+        NLI_FLAG,
+    )
+
+    def __init__(self, views=None, mode="unsup", nli=None, contrastive_weight=0.15,
+                 nli_learning_rate=2e-5, rematerialize=False):
+        super().__init__(rematerialize)
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}; got {mode!r}.")
+        if mode != "unsup" and nli is None:
+            raise ValueError(f"ConSERT mode {mode!r} trains on NLI pairs: give nli.")
+        if views is not None:
+            views = tuple(views)
+            if len(views) != 2:
+                raise ValueError(f"ConSERT needs two views; got {list(views)}.")
+            for view in views:
+                split_view(view)  # Bad names fail before any training.
+        self.views = views
+        self.mode = mode
+        self.nli = nli
+        self.contrastive_weight = contrastive_weight
+        self.nli_learning_rate = nli_learning_rate
+
+    @classmethod
+    def check_arguments(cls, args):
+        if args.mode != "unsup" and args.nli is None:
+            raise arguments.UsageError(f"--mode {args.mode} trains on NLI pairs: give --nli FILE")
+
+    @classmethod
+    def from_args(cls, args, rematerialize=False):
+        nli = read_nli(args.nli) if args.nli else None
+        return cls(args.views, args.mode, nli, args.contrastive_weight,
+                   args.nli_learning_rate, rematerialize)
+
+    def stage_views(self):
+        """The two view specs of each contrastive stage: `{"nli"|"unsup": [...]}`."""
+        from kcse.objectives.consert import SCRIPT_VIEWS
+
+        supervised, _, then = self.mode.partition("-")
+        stages = {}
+        if supervised == "joint":
+            stages["nli"] = SCRIPT_VIEWS["joint"]
+        if supervised == "unsup" or then == "unsup":
+            stages["unsup"] = SCRIPT_VIEWS[self.mode]
+        if self.views is not None:
+            stages = {stage: list(self.views) for stage in stages}
+        return stages
+
+    def missing_training_data(self, data, protocol):
+        if self.mode.startswith("unsup") or self.mode.endswith("-unsup"):
+            return super().missing_training_data(data, protocol)
+        return None  # Trains on the NLI pairs only.
+
+    def objective(self, encoder, protocol, mode="unsup"):
+        from kcse.objectives.consert import ConSERT
+
+        views = self.stage_views().get("unsup" if mode == "unsup" else "nli")
+        return ConSERT(
+            encoder,
+            views=[view_from_spec(view) for view in views or ("none", "none")],
+            temperature=protocol.temperature,
+            mode=mode,
+            contrastive_weight=self.contrastive_weight,
+            rematerialize=self.rematerialize,
+        )
+
+    def train(self, encoder, data, protocol, task, seed, prefix, callbacks=(),
+              verbose=0):
+        count = 0
+        supervised, _, then = self.mode.partition("-")
+        if supervised != "unsup":
+            x = tuple(
+                [prefix + s for s in side]
+                for side in (self.nli.sentences1, self.nli.sentences2)
+            )
+            nli_protocol = dataclasses.replace(
+                protocol, learning_rate=self.nli_learning_rate, epochs=1
+            )
+            fit(self.objective(encoder, protocol, supervised), x,
+                self.nli.labels, nli_protocol, verbose=verbose)
+            count += len(self.nli)
+        if supervised == "unsup" or then == "unsup":
+            count += super().train(encoder, data, protocol, task, seed, prefix,
+                                   callbacks, verbose)
+        return count
+
+    def settings(self):
+        return super().settings() | {
+            "views": self.stage_views(),
+            "mode": self.mode,
+            "contrastive_weight": self.contrastive_weight,
+            "nli_learning_rate": self.nli_learning_rate,
+            "nli": getattr(self.nli, "source", None),
+            "nli_digest": None if self.nli is None else content_digest(
+                [self.nli.sentences1, self.nli.sentences2, self.nli.labels]),
+        }

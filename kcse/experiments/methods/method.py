@@ -1,0 +1,148 @@
+"""`Method`: what a training method of column c declares, and how it trains.
+
+A method is one file in this package and one line in its registry
+(`kcse.experiments.methods.METHODS`). The file says, without importing
+Keras, the method's name, its paper's settings (`protocol_defaults`, with
+their source), its own command-line flags (`flags`, checked by
+`check_arguments` before TensorFlow starts) and how the flags build it
+(`from_args`); at run time its `objective` wraps the cell's encoder and
+`train` fits it on the data the protocol gives.
+"""
+
+import pathlib
+
+from kcse import arguments
+from kcse.experiments.protocols import training_sentences
+
+
+class Flag:
+    """One command-line flag of a method: argparse's names and options.
+
+    `input_file`: the value is a file read before any work, so its absence
+    or unreadability is a usage error (`arguments.check_input_file`).
+
+    Example:
+    ```python
+    from kcse import arguments
+
+    flag = Flag("--projection-dim", type=arguments.positive_integer, default=4096)
+    flag.dest, flag.default  # ("projection_dim", 4096)
+    ```
+    """
+
+    def __init__(self, *names, input_file=False, **options):
+        self.names = names
+        self.options = options
+        self.input_file = input_file
+
+    @property
+    def dest(self):
+        return self.options.get("dest") or self.names[0].lstrip("-").replace("-", "_")
+
+    @property
+    def default(self):
+        return self.options.get("default")
+
+
+class Method:
+    """A training method of column c.
+
+    Subclasses set `name` (in results keys and `--method`), `title` (in
+    tables), `protocol_defaults` (their paper's settings, e.g.
+    temperature, applied to the protocol before the user's flags),
+    `flags` (their own flags, under the argparse group `flag_group`), and
+    define `objective(encoder, protocol)`; `training_data` gives `fit`'s
+    `(x, y)` (default: the protocol's unlabelled sentences).
+
+    Args:
+        rematerialize: recompute the transformer blocks in the backward
+            pass (TensorFlow; the same numbers, less memory: see
+            `kcse.objectives.EncoderObjective`). Not a setting of results.
+    """
+
+    name = None
+    title = None
+    protocol_defaults = {}
+    flags = ()
+    flag_group = None
+
+    def __init__(self, rematerialize=False):
+        self.rematerialize = rematerialize
+
+    @classmethod
+    def check_arguments(cls, args):
+        """Checks the method's flags that depend on each other or on
+        files, before TensorFlow starts; a `UsageError` names the flag."""
+
+    @classmethod
+    def from_args(cls, args, rematerialize=False):
+        """The method its flags describe (files are read here: an
+        unreadable one is an OSError, bad contents a ValueError)."""
+        return cls(rematerialize=rematerialize)
+
+    def objective(self, encoder, protocol):
+        raise NotImplementedError
+
+    def encoder_to_train(self, encoder, seed):
+        """The encoder `train` tunes and the cell scores (default: `encoder`
+        itself, trained in place)."""
+        return encoder
+
+    def missing_training_data(self, data, protocol):
+        """Why `data` cannot train this method under `protocol`, or None.
+
+        `data[split]` is None for a split the task lacks (stsb-multi-mt
+        languages without a train split); the default trains on the
+        unlabelled sentences of the protocol's training splits.
+        """
+        if all(data.get(split) is None for split in protocol.training_splits):
+            return (f"no {' / '.join(protocol.training_splits)} split to train on "
+                    f"(protocol {protocol.name})")
+        return None
+
+    def training_data(self, data, protocol, task, seed, prefix):
+        """`(x, y)` for `fit`: the protocol's sentences of `task`, unlabelled."""
+        sentences = training_sentences(data, protocol, task, seed)
+        return [prefix + s for s in sentences], None
+
+    def train(self, encoder, data, protocol, task, seed, prefix, callbacks=(),
+              verbose=0):
+        """Trains `encoder` in place; returns the number of training samples.
+
+        `verbose` is `fit`'s (0 silent, "auto" a progress bar).
+        """
+        x, y = self.training_data(data, protocol, task, seed, prefix)
+        fit(self.objective(encoder, protocol), x, y, protocol, callbacks, verbose,
+            self.optimizer(protocol))
+        return len(x[0]) if isinstance(x, tuple) else len(x)
+
+    def optimizer(self, protocol):
+        """The training optimizer; None: Adam at the protocol's rate."""
+        return None
+
+    def settings(self):
+        """The method's own settings, stored with each result."""
+        return {"method": self.name}
+
+
+def fit(objective, x, y, protocol, callbacks=(), verbose=0, optimizer=None):
+    """Compiles `objective` with `optimizer` (default: the protocol's Adam)
+    and fits it for the protocol's epochs and batch size."""
+    import keras
+
+    objective.compile(optimizer=optimizer or keras.optimizers.Adam(protocol.learning_rate))
+    objective.fit(
+        x,
+        y=y,
+        batch_size=protocol.batch_size,
+        epochs=protocol.epochs,
+        callbacks=list(callbacks),
+        verbose=verbose,
+    )
+
+
+# The NLI file ConSERT's supervised modes and supervised SimCSE's triplets read.
+NLI_FLAG = Flag(
+    "--nli", type=pathlib.Path, input_file=True,
+    help="SNLI / CNSD JSON-lines file: ConSERT's supervised modes; "
+    "supervised SimCSE's triplets (default: from the task's train labels)")

@@ -1,0 +1,136 @@
+"""Unsupervised SimCSE (Su's column c), optionally on CLEAR's text views."""
+
+import argparse
+import pathlib
+
+from kcse import arguments
+from kcse.data.text_views import read_synonym_table
+from kcse.data.text_views import text_view_from_spec
+from kcse.data.text_views import text_view_pairs
+from kcse.digests import content_digest
+from kcse.experiments.methods.method import Flag
+from kcse.experiments.methods.method import Method
+from kcse.experiments.protocols import training_sentences
+
+
+def two_text_views(text):
+    """An argparse type: two CLEAR text views (`kcse.data.text_view_from_spec`)."""
+    views = arguments.comma_list(text)
+    if len(views) != 2:
+        raise argparse.ArgumentTypeError(
+            f"--text-views takes two views; got {len(views)} in {text!r}")
+    for view in views:
+        try:
+            # A synonym table is read later (--synonyms); any one checks the spec.
+            text_view_from_spec(view, synonyms={"_": ["_"]})
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    return views
+
+
+def read_synonyms(path, views):
+    """The synonym table of `--synonyms`, read and checked before any work.
+
+    `kcse.data.read_synonym_table` reads it; the synonym_substitution views
+    of `views` take it (`text_view_from_spec`). An unreadable file, a bad
+    line or a table without any synonym is a UsageError naming the file
+    (and line).
+    """
+    try:
+        table = read_synonym_table(path)
+        substitutions = [text_view_from_spec(view, table) for view in views
+                         if view.startswith("synonym_substitution")]
+    except OSError as error:
+        raise arguments.UsageError(
+            f"--synonyms {path}: {error.strerror or error}") from None
+    except ValueError as error:  # MalformedLineError names the file and line.
+        text = " ".join(str(error).split())
+        raise arguments.UsageError(
+            f"--synonyms {text if str(path) in text else f'{path}: {text}'}") from None
+    if not any(view.synonyms for view in substitutions):
+        raise arguments.UsageError(
+            f"--synonyms {path}: no word with a synonym; give a line per word, "
+            "word<TAB>synonym synonym ...")
+    return table
+
+
+class SimCSEMethod(Method):
+    """Unsupervised SimCSE with the protocol's temperature and negatives.
+
+    With `text_views` (two specs of `kcse.data.text_view_from_spec`, e.g.
+    `("word_deletion:0.3", "reordering:0.3")`), each training sentence is
+    replaced by CLEAR's two text views of it, drawn from the run's seed
+    (`kcse.data.text_view_pairs`), and SimCSE contrasts the two views
+    (dropout stays on); the prefix is added after the edit.
+    `synonyms`: the table of `synonym_substitution`.
+    """
+
+    name = "simcse"
+    title = "SimCSE"
+    flag_group = "SimCSE's text views (CLEAR)"
+    flags = (
+        Flag("--text-views", type=two_text_views,
+             help="train SimCSE on two text views of each sentence "
+             "instead of the sentence twice (dropout stays on): "
+             "word_deletion[:R], span_deletion[:R], reordering[:R[:PAIRS]], "
+             "synonym_substitution[:R] (needs --synonyms); e.g. "
+             "word_deletion:0.3,reordering:0.3 (Wu et al. 2020, CLEAR; "
+             "Chinese is segmented with jieba)"),
+        Flag("--synonyms", type=pathlib.Path,
+             help="synonym table for synonym_substitution: a line "
+             "per word, word<TAB>synonym synonym ..."),
+    )
+
+    def __init__(self, text_views=None, synonyms=None, rematerialize=False):
+        super().__init__(rematerialize)
+        if text_views is not None:
+            text_views = tuple(text_views)
+            if len(text_views) != 2:
+                raise ValueError(f"SimCSE takes two text views; got {list(text_views)}.")
+            for view in text_views:
+                text_view_from_spec(view, synonyms)  # Bad specs fail first.
+            self.title = "SimCSE (" + " / ".join(text_views) + ")"
+        self.text_views = text_views
+        self.synonyms = synonyms
+
+    @classmethod
+    def check_arguments(cls, args):
+        views = args.text_views or []
+        substitutes = any(view.startswith("synonym_substitution") for view in views)
+        if substitutes and args.synonyms is None:
+            raise arguments.UsageError("--text-views synonym_substitution needs --synonyms FILE")
+        if args.synonyms is not None:
+            if not substitutes:
+                raise arguments.UsageError(
+                    "--synonyms is used by the synonym_substitution text view only")
+            arguments.check_input_file(args.synonyms, "--synonyms")
+            args.synonym_table = read_synonyms(args.synonyms, views)
+
+    @classmethod
+    def from_args(cls, args, rematerialize=False):
+        table = getattr(args, "synonym_table", None)  # Read by check_arguments.
+        if table is None and args.synonyms:
+            table = read_synonym_table(args.synonyms)
+        return cls(args.text_views, table, rematerialize)
+
+    def objective(self, encoder, protocol):
+        from kcse.objectives.simcse import SimCSE
+
+        return SimCSE(encoder, protocol.temperature, protocol.negatives,
+                      rematerialize=self.rematerialize)
+
+    def training_data(self, data, protocol, task, seed, prefix):
+        if self.text_views is None:
+            return super().training_data(data, protocol, task, seed, prefix)
+        sentences = training_sentences(data, protocol, task, seed)
+        views = text_view_pairs(sentences, *self.text_views, seed, self.synonyms)
+        return tuple([prefix + s for s in column] for column in views), None
+
+    def settings(self):
+        if self.text_views is None:  # The settings of cells before text views.
+            return super().settings()
+        return super().settings() | {
+            "text_views": list(self.text_views),
+            "synonyms_digest": None if self.synonyms is None
+            else content_digest(sorted(self.synonyms.items())),
+        }
