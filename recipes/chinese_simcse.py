@@ -20,8 +20,10 @@ Protocols: `su` (Su's: sentences of all splits train SimCSE and give the
 whitening statistics) and `clean` (train split only; best step on valid).
 Results: `<output>/results.json` and `results.md`; finished cells are
 skipped when rerun. With several GPUs the grid runs under MirroredStrategy.
-`recipes/consert.py`, `sg_opt.py` and `sup_simcse.py` run the same grid with
-another method in column c.
+`--method` trains column c with another method of
+`kcse.experiments.methods` (e.g. `linear_probe`: Su's Dense layer over the
+frozen encoder); `recipes/consert.py`, `sg_opt.py`, `sup_simcse.py` and
+`contrastive_tension.py` run the same grid with their method's defaults.
 """
 
 import pathlib
@@ -33,7 +35,7 @@ def main(argv=None):
     from kcse.experiments.command_line import recipe_main
 
     return recipe_main(
-        "simcse", __doc__, REPO / "runs" / "chinese_simcse", argv
+        "simcse", __doc__, REPO / "runs" / "chinese_simcse", argv, choose_method=True
     )
 
 

@@ -16,6 +16,8 @@ Adding a method is a file here and a line in `METHODS`.
   pairs.
 - `ContrastiveTensionMethod`: Contrastive Tension's two models on the
   task's sentences.
+- `LinearProbeMethod`: Su's linear probe, SimCSE on a Dense layer over the
+  frozen encoder.
 
 Unlabelled sentences follow the protocol (`su`: every split, `clean`: train
 only). Labels are only ever read from the train split or an NLI file, under
@@ -40,6 +42,7 @@ store = grid.run_grid(
 
 from kcse.experiments.methods.consert import ConSERTMethod
 from kcse.experiments.methods.contrastive_tension import ContrastiveTensionMethod
+from kcse.experiments.methods.linear_probe import LinearProbeMethod
 from kcse.experiments.methods.sg_opt import SGOptMethod
 from kcse.experiments.methods.simcse import SimCSEMethod
 from kcse.experiments.methods.sup_simcse import SupervisedSimCSEMethod
@@ -55,6 +58,7 @@ METHODS = {
         SGOptMethod,
         SupervisedSimCSEMethod,
         ContrastiveTensionMethod,
+        LinearProbeMethod,
     )
 }
 
