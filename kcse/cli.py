@@ -166,8 +166,8 @@ def build_parser():
     export = commands.add_parser(
         "export", help="a SavedModel for TF Serving",
         description="Writes --model as a SavedModel with the signatures "
-        "serving_default (strings) and encode_ids (token ids); see the "
-        "README's Serving section.",
+        "serving_default (strings) and encode_ids (token ids); see "
+        "docs/serving_and_export.md.",
     )
     add_model_arguments(export)
     export.add_argument("--output", type=pathlib.Path, required=True)

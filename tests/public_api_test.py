@@ -1,4 +1,4 @@
-"""The public API: every package declares `__all__`, README lists exactly it,
+"""The public API: every package declares `__all__`, docs/api.md lists exactly it,
 and `import kcse` stays light."""
 
 import importlib
@@ -11,12 +11,12 @@ import pytest
 
 from docstring_examples import packages
 
-README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
+API_DOC = pathlib.Path(__file__).resolve().parents[1] / "docs" / "api.md"
 
 
-def readme_api():
-    """`{package: [names]}` from README's "Public API" list."""
-    text = README.read_text()
+def documented_api():
+    """`{package: [names]}` from docs/api.md's "Public API" list."""
+    text = API_DOC.read_text()
     section = text.split("<!-- public api -->", 1)[1].split("<!-- end public api -->", 1)[0]
     listed = {}
     for item in re.split(r"^- ", section.strip(), flags=re.M):
@@ -34,8 +34,8 @@ def test_every_package_declares_all_and_its_names_exist():
             assert getattr(module, name) is not None, f"{package}.{name}"
 
 
-def test_readme_lists_exactly_each_packages_all():
-    listed = readme_api()
+def test_api_doc_lists_exactly_each_packages_all():
+    listed = documented_api()
     assert set(listed) == set(packages())
     for package in packages():
         assert listed[package] == list(importlib.import_module(package).__all__), package
