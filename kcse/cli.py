@@ -31,7 +31,8 @@ from kcse import interrupts
 from kcse.arguments import UsageError
 from kcse.data.chinese import CHINESE_TASKS
 from kcse.experiments import command_line
-from kcse.experiments.methods import METHODS
+from kcse.experiments import methods
+from kcse.experiments import protocols
 from kcse.layers.pooling_rules import POOLING_NAMES
 from kcse.models.model_sources import check_model
 from kcse.models.model_sources import pooling_problem
@@ -105,7 +106,7 @@ def build_parser():
         "Spearman before and after), and prints them.",
     )
     add_model_arguments(train, max_length=False)  # The protocol's flag.
-    train.add_argument("--method", choices=tuple(METHODS), default="simcse")
+    train.add_argument("--method", choices=tuple(methods.METHODS), default="simcse")
     train.add_argument("--task", choices=CHINESE_TASKS, default="STS-B")
     train.add_argument("--data-dir", type=pathlib.Path,
                        help="<TASK>/<TASK>.{train,valid,test}.data folders "
@@ -117,7 +118,7 @@ def build_parser():
                        help="replace an encoder.keras already in --output")
     command_line.add_training_arguments(train)
     command_line.add_speed_arguments(train)
-    command_line.add_method_arguments(train, METHODS)
+    command_line.add_method_arguments(train, methods.METHODS)
     train.set_defaults(run=run_train, inputs=(), output_kind="folder",
                        replaces="OUTPUT/encoder.keras")
 
@@ -331,11 +332,11 @@ def one_line(error, path):
 def run_train(args):
     from kcse.data.chinese import BUNDLED_CHINESE_STS
     from kcse.data.chinese import read_chinese_task
-    from kcse.experiments.protocols import SPLITS
 
     data_dir = args.data_dir or BUNDLED_CHINESE_STS
     try:
-        data = {split: read_chinese_task(data_dir, args.task, split) for split in SPLITS}
+        data = {split: read_chinese_task(data_dir, args.task, split)
+                for split in protocols.SPLITS}
     except (OSError, ValueError) as error:
         raise UsageError(one_line(error, data_dir)) from None
     check_scored_splits(args, data)
@@ -354,10 +355,9 @@ def check_scored_splits(args, data):
     Fewer than 2 pairs or gold scores all equal is a UsageError naming the file.
     """
     from kcse.evaluation.sts import check_scorable
-    from kcse.experiments.protocols import PROTOCOLS
-    from kcse.experiments.protocols import with_overrides
 
-    protocol = with_overrides(PROTOCOLS[args.protocol], select_on_valid=args.select_on_valid)
+    protocol = protocols.with_overrides(protocols.PROTOCOLS[args.protocol],
+                                        select_on_valid=args.select_on_valid)
     for split in ("test", "valid") if protocol.select_on_valid else ("test",):
         try:
             check_scorable(data[split])
@@ -373,18 +373,16 @@ def train(args, data):
 
     from kcse import distribution
     from kcse.evaluation.sts import evaluate_sts
-    from kcse.experiments.methods import method_from_args
-    from kcse.experiments.protocols import protocol_from_args
     from kcse.experiments.provenance import run_provenance
     from kcse.experiments.training import train_once
     from kcse.objectives.encoder_objective import NonFiniteLossError
     from kcse.precision import precision_of
 
     try:
-        method = method_from_args(args.method, args)
+        method = methods.method_from_args(args.method, args)
     except (OSError, ValueError) as error:
         raise UsageError(one_line(error, args.nli or "")) from None
-    protocol = protocol_from_args(args, method)
+    protocol = protocols.protocol_from_args(args, method)
     try:
         distribution.check_global_batch_size(protocol.batch_size)
     except ValueError as error:
