@@ -6,6 +6,7 @@ import pytest
 import kcse
 from kcse.data import SentencePairs
 from kcse.experiments import methods
+from kcse.experiments.methods.sup_simcse import labelled_pair_triplets
 from tiny_grid import cell_of
 from tiny_grid import plant_sentinels
 from tiny_grid import recipe
@@ -84,7 +85,7 @@ def test_labelled_pair_triplets_prefer_a_dissimilar_pair_of_the_same_anchor():
         ["q1 again", "q1 lookalike", "q2 again", "other", "q4 again"],
         np.array([1.0, 0.0, 1.0, 0.0, 0.0]),
     )
-    triplets = methods.labelled_pair_triplets(pairs, "LCQMC", seed=3)
+    triplets = labelled_pair_triplets(pairs, "LCQMC", seed=3)
     assert list(triplets) == [
         ("q1", "q1 again", "q1 lookalike"),
         ("q2", "q2 again", triplets.contradictions[1]),
@@ -92,9 +93,9 @@ def test_labelled_pair_triplets_prefer_a_dissimilar_pair_of_the_same_anchor():
     assert triplets.contradictions[1] in {"q1 lookalike", "other", "q4 again"}
     # STS-B: ≥ 4 is similar, ≤ 1 dissimilar; 2-3 are neither.
     sts = SentencePairs(["a", "b", "c"], ["a'", "b'", "c'"], np.array([4.0, 3.0, 1.0]))
-    assert list(methods.labelled_pair_triplets(sts, "STS-B")) == [("a", "a'", "c'")]
+    assert list(labelled_pair_triplets(sts, "STS-B")) == [("a", "a'", "c'")]
     with pytest.raises(ValueError, match="no pair labelled ≤ 1"):
-        methods.labelled_pair_triplets(
+        labelled_pair_triplets(
             SentencePairs(["a"], ["b"], np.array([5.0]), source="x.data"), "STS-B"
         )
 
