@@ -13,6 +13,7 @@ import numpy as np
 from kcse import atomic_files
 from kcse import interrupts
 from kcse.digests import content_digest
+from kcse.distribution.strategy import choose_strategy
 from kcse.models.layer_taps import set_hidden_dropout
 from kcse.evaluation.sts import cosine_scores
 from kcse.evaluation.sts import sts_correlations
@@ -558,22 +559,6 @@ def report_other_settings(store, cells, settings, log):
         log(f"{store.json_path} also holds {count} cell(s) of these models, "
             f"poolings and tasks with other settings ({'; '.join(sorted(differences))}): "
             "they stay beside the new ones")
-
-
-def choose_strategy():
-    """MirroredStrategy over all visible GPUs when there are several.
-
-    Returns None (one device) otherwise, and on backends other than
-    TensorFlow.
-    """
-    if keras.config.backend() != "tensorflow":
-        return None
-    import tensorflow as tf
-
-    gpus = tf.config.list_logical_devices("GPU")
-    if len(gpus) < 2:
-        return None
-    return tf.distribute.MirroredStrategy([gpu.name for gpu in gpus])
 
 
 def published_reference(tasks):

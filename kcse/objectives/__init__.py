@@ -3,7 +3,8 @@
 `EncoderObjective` is their base (batching, replica-correct losses, the
 NaN stop, training only the layers the pooling uses and the token-embedding
 rows the text uses, see `embedding_rows`); `gather_across_replicas`
-makes in-batch negatives global under `tf.distribute`. A new objective
+(from `kcse.distribution`) makes in-batch negatives global under
+`tf.distribute`. A new objective
 subclasses `EncoderObjective` in a file of its own here.
 """
 
@@ -18,7 +19,7 @@ _EXPORTS = {
     "SGOpt": "kcse.objectives.sg_opt",
     "ContrastiveTension": "kcse.objectives.contrastive_tension",
     "PairObjective": "kcse.objectives.pair_objective",
-    "gather_across_replicas": "kcse.objectives.cross_replica",
+    "gather_across_replicas": "kcse.distribution.cross_replica",
 }
 __all__ = list(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
