@@ -12,7 +12,7 @@ from kcse.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "EncoderObjective": "kcse.objectives.encoder_objective",
-    "NonFiniteLossError": "kcse.objectives.encoder_objective",
+    "NonFiniteLossError": "kcse.training_stops",
     "SimCSE": "kcse.objectives.simcse",
     "SupervisedSimCSE": "kcse.objectives.supervised_simcse",
     "ConSERT": "kcse.objectives.consert",
