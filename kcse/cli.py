@@ -375,7 +375,7 @@ def train(args, data):
     from kcse.evaluation.sts import evaluate_sts
     from kcse.experiments.provenance import run_provenance
     from kcse.experiments.training import train_once
-    from kcse.objectives.encoder_objective import NonFiniteLossError
+    from kcse.training_stops import NonFiniteLossError
     from kcse.precision import precision_of
 
     try:

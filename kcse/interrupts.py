@@ -9,7 +9,7 @@ command may carry on and write its output.
 
 `install()` records the first SIGINT instead, and kcse raises
 `KeyboardInterrupt` itself at the next safe point (`check()`): between
-training steps (`kcse.objectives.encoder_objective.StopOnInterrupt`),
+training steps (`kcse.training_stops.StopOnInterrupt`),
 between chunks of sentences being encoded, after a model loads, and before
 any file is renamed into place (`kcse.atomic_files`). A second Ctrl-C
 raises at once, as Python would.

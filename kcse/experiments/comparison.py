@@ -15,6 +15,7 @@ from kcse.data.chinese import CHINESE_TASKS
 from kcse.data.chinese import read_chinese_task
 from kcse.data.english import read_stsb_multi_mt
 from kcse.data.english import stsb_task
+from kcse.distribution.strategy import choose_strategy
 from kcse.evaluation.sts import check_scorable
 from kcse.experiments import grid
 from kcse.experiments.methods import SimCSEMethod
@@ -122,7 +123,7 @@ def run_comparison(args, method=None, log=print):
     check_scored_splits(data)
 
     keras.utils.set_random_seed(args.seed)
-    strategy = grid.choose_strategy()
+    strategy = choose_strategy()
     sentences = protocol.max_sentences
     origin = run_provenance()
     log(f"kcse {origin['kcse']} (git {origin['git_commit'] or 'unknown'}), keras "

@@ -28,7 +28,7 @@ from kcse.layers.whitening import Whitening
 from kcse.models.model_sources import ModelSpec
 from kcse.models.model_sources import load_model
 from kcse.models.model_sources import resolve_model
-from kcse.objectives.encoder_objective import NonFiniteLossError
+from kcse.training_stops import NonFiniteLossError
 from kcse.precision import precision_of
 from kcse.sentence_encoder import SentenceEncoder
 from kcse.sentence_encoder import predict_in_length_order
@@ -534,20 +534,3 @@ def report_other_settings(store, cells, settings, log):
         log(f"{store.json_path} also holds {count} cell(s) of these models, "
             f"poolings and tasks with other settings ({'; '.join(sorted(differences))}): "
             "they stay beside the new ones")
-
-
-def choose_strategy():
-    """MirroredStrategy over all visible GPUs when there are several.
-
-    Returns None (one device) otherwise, and on backends other than
-    TensorFlow.
-    """
-    if keras.config.backend() != "tensorflow":
-        return None
-    import tensorflow as tf
-
-    gpus = tf.config.list_logical_devices("GPU")
-    if len(gpus) < 2:
-        return None
-    return tf.distribute.MirroredStrategy([gpu.name for gpu in gpus])
-

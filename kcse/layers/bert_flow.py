@@ -7,6 +7,10 @@ import numpy as np
 import scipy.linalg
 from keras import ops
 
+from kcse.compilation import on_accelerator
+from kcse.training_stops import NonFiniteLossError
+from kcse.training_stops import StopOnInterrupt
+from kcse.training_stops import StopOnNonFiniteLoss
 from kcse.validation import check_finite
 from kcse.validation import largest_magnitude
 
@@ -569,12 +573,6 @@ class BertFlow(keras.Model):
         self.compile(optimizer=AdamWeightDecay(learning_rate=learning_rate))
         # Built eagerly: its variables are slow to create inside the trace.
         self.optimizer.build(self.trainable_variables)
-        # Imported here: the objectives import keras_hub and the encoder.
-        from kcse.compilation import on_accelerator
-        from kcse.objectives.encoder_objective import NonFiniteLossError
-        from kcse.objectives.encoder_objective import StopOnInterrupt
-        from kcse.objectives.encoder_objective import StopOnNonFiniteLoss
-
         stops = [StopOnNonFiniteLoss(async_safe=on_accelerator()), StopOnInterrupt()]
         steps_per_epoch = -(-len(vectors) // int(batch_size))
         for epoch, order in enumerate(orders):

@@ -3,8 +3,8 @@
 import keras
 from keras import ops
 
-from kcse.objectives.cross_replica import gather_across_replicas
-from kcse.objectives.cross_replica import global_mean_weight
+from kcse.distribution.cross_replica import gather_across_replicas
+from kcse.distribution.cross_replica import global_mean_weight
 from kcse.losses.label_free_loss import LabelFreeLoss
 
 NEGATIVES = ("both_views", "cross_view")

@@ -5,7 +5,7 @@ from keras import ops
 
 from kcse.models.layer_taps import embedding_layers
 from kcse.models.layer_taps import hidden_states_model
-from kcse.objectives.cross_replica import scale_for_replicas
+from kcse.distribution.cross_replica import scale_for_replicas
 from kcse.layers.sentence_pooling import masked_mean
 from kcse.losses.self_guided_loss import SelfGuidedLoss
 from kcse.objectives.encoder_objective import EncoderObjective

@@ -4,7 +4,6 @@ import json
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 import kcse
 from kcse.experiments import grid
@@ -205,8 +204,3 @@ def test_grid_runs_under_mirrored_strategy(tiny_setup, two_cpu_strategy):
     )
     cell = cell_of(store.cells, "tiny_bert|P1|STS-B|su|simcse")
     assert np.isfinite(cell["trained"]["test"]["spearman"])
-
-
-def test_strategy_choice(monkeypatch):
-    monkeypatch.setattr(tf.config, "list_logical_devices", lambda kind: [])
-    assert grid.choose_strategy() is None

@@ -112,7 +112,7 @@ def test_a_non_finite_loss_stops_fit_with_its_step():
     from conftest import TINY_SENTENCES
     from conftest import tiny_bert
     from conftest import tiny_preprocessor
-    from kcse.objectives.encoder_objective import NonFiniteLossError
+    from kcse.objectives import NonFiniteLossError
 
     encoder = kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor(), pooling="cls")
     simcse = kcse.SimCSE(encoder, temperature=1e-30)  # 1/τ overflows the step.
@@ -126,36 +126,6 @@ def test_a_non_finite_loss_stops_fit_with_its_step():
     step = error.value.step
     # It stopped at the first non-finite loss: every loss before it was finite.
     assert np.all(np.isfinite(seen[: step - 1])) and len(seen) <= step
-
-
-def test_the_asynchronous_nan_check_stops_soon_and_names_the_first_step():
-    """`async_safe` (on accelerators): the check may run steps behind; it stops
-    training at the next step and raises at the epoch's end, naming the first
-    non-finite step, counted across epochs."""
-    import keras
-
-    from kcse.objectives.encoder_objective import NonFiniteLossError
-    from kcse.objectives.encoder_objective import StopOnNonFiniteLoss
-
-    class Model:
-        stop_training = False
-
-    check = StopOnNonFiniteLoss(async_safe=True)
-    check.set_model(keras.Sequential())
-    check._model = Model()
-    check.on_train_begin()
-    check.on_epoch_begin(0)
-    for batch in range(3):
-        check.on_train_batch_end(batch, {"loss": 0.5})
-    check.on_epoch_end(0)
-    check.on_epoch_begin(1)
-    # Out of order, as threads may run them: steps 6 and 5 are NaN.
-    check.on_train_batch_end(2, {"loss": float("nan")})
-    check.on_train_batch_end(0, {"loss": 0.4})
-    check.on_train_batch_end(1, {"loss": float("inf")})
-    assert check._model.stop_training
-    with pytest.raises(NonFiniteLossError, match="became inf at step 5"):
-        check.on_epoch_end(1)
 
 
 @pytest.mark.parametrize("action", ["fit", "fit_recomputed"])

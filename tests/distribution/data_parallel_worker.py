@@ -1,4 +1,4 @@
-"""Run by multi_process_test.py under KERAS_BACKEND=jax: one process of a run.
+"""Run by data_parallel_test.py under KERAS_BACKEND=jax: one process of a run.
 
 With the KERAS_DISTRIBUTION_* variables set, the process joins that cluster
 (`kcse.distribution`) and trains on its share of every global batch;

@@ -6,7 +6,8 @@ negatives are global, exactly as on one device with the whole batch. Under
 JAX `keras.distribution.DataParallel` the loss is traced on the global batch
 already and nothing needs gathering, across processes too: Keras joins
 each process's block of a batch into one global array before the jitted
-step (`kcse.distribution`; tests/objectives/multi_process_test.py).
+step (`kcse.distribution.data_parallel`;
+tests/distribution/data_parallel_test.py).
 """
 
 import keras
@@ -27,10 +28,10 @@ def gather_across_replicas(values):
     ```python
     import numpy as np
     import tensorflow as tf
-    import kcse
+    from kcse.distribution import gather_across_replicas
 
     values = np.arange(6, dtype="float32").reshape(3, 2)
-    gathered, offset, replicas = kcse.objectives.gather_across_replicas(values)
+    gathered, offset, replicas = gather_across_replicas(values)
     assert gathered is values and (offset, replicas) == (0, 1)  # no strategy
 
     # In a replica function each replica gets the global batch; with one
@@ -39,7 +40,7 @@ def gather_across_replicas(values):
 
     @tf.function(autograph=False)
     def gather(x):
-        return strategy.run(kcse.objectives.gather_across_replicas, args=(x,))
+        return strategy.run(gather_across_replicas, args=(x,))
 
     gathered, offset, replicas = gather(tf.constant(values))
     gathered.shape, int(offset), int(replicas)  # (TensorShape([3, 2]), 0, 1)
