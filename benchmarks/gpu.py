@@ -143,7 +143,7 @@ HIDDEN_DROPOUT = 0.3  # Su's.
 TEMPERATURE = 0.05
 LEARNING_RATE = 1e-5
 # Encoding pads each batch to a power of two of at least this (kcse's
-# `sentence_encoder.COARSE_MIN_LENGTH` under JAX; not imported, it would
+# `batched_prediction.COARSE_MIN_LENGTH` under JAX; not imported, it would
 # load Keras): the projection counts one compiled program per such length.
 ENCODE_MIN_LENGTH = 16
 

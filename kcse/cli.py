@@ -569,7 +569,7 @@ def run_encode(args):
     start_tensorflow(args.verbose)
     import keras
 
-    from kcse.sentence_encoder import predict_in_chunks
+    from kcse.batched_prediction import predict_in_chunks
 
     encoder, prefix, _ = load_encoder(args, inference_only=True)
     numbered_texts = args.shard.lines(read_texts(args.input, args.field))

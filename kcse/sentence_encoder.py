@@ -1,12 +1,7 @@
 """SentenceEncoder: backbone + preprocessor + pooling (+ whitening)."""
 
-import contextlib
 import importlib
-import itertools
-import math
 import pathlib
-import warnings
-import weakref
 
 import keras
 import keras_hub
@@ -14,11 +9,7 @@ import numpy as np
 from keras import ops
 
 from kcse import atomic_files
-from kcse import compat
-from kcse import interrupts
-from kcse.compilation import compiles_per_shape
-from kcse.compilation import padded_length
-from kcse import distribution
+from kcse.batched_prediction import predict_in_length_order
 from kcse.models.embedding_lookup import read_rows_sparsely
 from kcse.models.embedding_lookup import token_embedding
 from kcse.models.layer_taps import hidden_states_model
@@ -29,25 +20,12 @@ from kcse.layers.sentence_pooling import SentencePooling
 from kcse.layers.sentence_pooling import resolve_pooling
 from kcse.layers.wk_pooling import check_layers
 # Public here; defined in kcse.validation, which imports nothing heavy.
-from kcse.validation import TruncationWarning
+from kcse.validation import TruncationWarning  # noqa: F401 (re-export)
 from kcse.validation import check_count
 from kcse.validation import check_texts
-from kcse.validation import user_stacklevel
 
 POOLER_LAYER = "pooled_dense"
 POOLER_ACTIVATIONS = ("linear", "tanh")
-# Sequence lengths of `encode` batches are rounded up to a multiple of 8
-# (`kcse.compilation.LENGTH_BUCKET`, see `bucket_length`) or, where each
-# input shape is compiled (JAX, XLA), to a power of two of at least this.
-COARSE_MIN_LENGTH = 16
-# Sentences `encode` tokenises and sorts by length at a time: its memory
-# is flat in the number of sentences beyond the output array.
-ENCODE_CHUNK_SIZE = 4096
-# Texts of a chunk the preprocessor packs at a time: keras-hub's Python
-# packer holds a few hundred bytes per token slot of its output while it
-# pads (4096 texts at multilingual-e5-small's 512 tokens: 0.37 GB).
-PREPROCESS_CHUNK_SIZE = 256
-
 
 @keras.saving.register_keras_serializable(package="kcse")
 class SentenceEncoder(keras_hub.models.TextEmbedder):
@@ -222,9 +200,10 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         batch (rounded up to a multiple of 8; under JAX or XLA to a power
         of two >= 16, with a last batch filled to `batch_size` by repeated
         rows, so each batch shape compiles once), by a compiled predict
-        function cached for the encoder (see `predict_in_chunks`). Its
-        vectors go straight into the output array, in input order: memory
-        beyond the output is flat in the number of sentences. The result
+        function cached for the encoder (see
+        `kcse.batched_prediction.predict_in_chunks`). Its vectors go straight
+        into the output array, in input order: memory beyond the output is
+        flat in the number of sentences. The result
         equals `predict` on the same strings. An empty list gives an array
         of shape `(0, dim)`.
 
@@ -416,290 +395,6 @@ def register_named_classes(config):
         return
     for value in values:
         register_named_classes(value)
-
-
-def predict_in_length_order(
-    model, preprocessor, texts, batch_size=64, warn_truncation=False
-):
-    """`model`'s outputs for every one of `texts`, in input order.
-
-    `model` is a Keras model of token dicts whose output is an array or a
-    dict of arrays (kept as such); `texts` a non-empty sequence of str.
-    The texts are taken in alphabetical order, so that repeated texts fall
-    in one chunk of `predict_in_chunks` and are encoded once, and their
-    outputs written into arrays preallocated in input order: memory holds
-    the texts, the outputs and one chunk. With `warn_truncation`, one
-    `TruncationWarning` counts the texts cut to the preprocessor's maximum
-    length.
-    """
-    texts = np.asarray(texts, dtype=object).reshape(-1)
-    if len(texts) == 0:
-        raise ValueError("predict_in_length_order needs at least one text.")
-    alphabetical = np.argsort(texts, kind="stable")
-    outputs = None
-    for rows, chunk_outputs in predict_in_chunks(
-        model, preprocessor, texts[alphabetical], batch_size, warn_truncation
-    ):
-        if outputs is None:
-            outputs = keras.tree.map_structure(
-                lambda array: np.empty((len(texts),) + array.shape[1:], array.dtype),
-                chunk_outputs,
-            )
-        for output, array in zip(
-            keras.tree.flatten(outputs), keras.tree.flatten(chunk_outputs)
-        ):
-            output[alphabetical[rows]] = array
-    return outputs
-
-
-def predict_in_chunks(
-    model, preprocessor, texts, batch_size=64, warn_truncation=False
-):
-    """Yields `(rows, outputs)`: `model`'s outputs for `texts`, chunk by chunk.
-
-    `texts` is any iterable of str, read lazily `ENCODE_CHUNK_SIZE` at a
-    time, so memory stays flat however many there are. Each chunk's
-    distinct texts are tokenised, sorted by length and run once, in
-    batches of `batch_size` whose padding is cut to the batch's longest
-    text (see `bucket_length`); `rows` is the `slice` of positions in
-    `texts` of the chunk and `outputs` their outputs in that order (an
-    array, or a dict of arrays for a model with a dict of outputs).
-
-    Batches go through `batch_runner(model)`: a compiled predict function
-    cached for the model (`predict_function`), or `predict` where batches
-    are split over devices. Padding never counts, so the outputs equal the
-    model's on full-length inputs (up to float rounding). With `warn_truncation`, one
-    `TruncationWarning` after the last chunk counts the texts cut to the
-    preprocessor's maximum length.
-    """
-    texts = iter(texts)
-    run = batch_runner(model)
-    coarse = compiles_per_shape(model)
-    start = truncated = 0
-    full_length = None
-    while chunk := list(itertools.islice(texts, ENCODE_CHUNK_SIZE)):
-        interrupts.check()  # A Ctrl-C the command recorded stops here.
-        unique, inverse = np.unique(np.asarray(chunk, dtype=object), return_inverse=True)
-        inverse = inverse.reshape(-1)
-        features, full_length = packed_features(preprocessor, unique, coarse)
-        lengths = features["padding_mask"].astype(bool).sum(axis=1)
-        order = np.argsort(-lengths, kind="stable")
-        if warn_truncation:
-            cut = np.zeros(len(unique), bool)
-            full = lengths >= full_length
-            cut[full] = truncated_texts(preprocessor, unique[full])
-            truncated += int(cut[inverse].sum())
-        batches = []
-        for batch_start in range(0, len(order), batch_size):
-            rows = order[batch_start : batch_start + batch_size]
-            length = bucket_length(int(lengths[rows].max()), full_length, coarse)
-            if coarse:  # The same batch shape for the last batch too.
-                rows = np.resize(rows, batch_size)
-            batches.append({key: value[rows, :length] for key, value in features.items()})
-        sorted_outputs = run(batches)
-        # Row i of the sorted outputs is distinct text order[i] (rows past
-        # them repeat others in a last batch); then expand.
-        positions = np.empty_like(order)
-        positions[order] = np.arange(len(order))
-        yield slice(start, start + len(chunk)), keras.tree.map_structure(
-            lambda array: array[positions][inverse], sorted_outputs
-        )
-        start += len(chunk)
-    if warn_truncation:
-        warn_if_truncated(truncated, start, full_length)
-
-
-def packed_features(preprocessor, texts, coarse=False):
-    """`(features, full_length)`: `preprocessor`'s arrays for `texts`, padding trimmed.
-
-    The texts are packed `PREPROCESS_CHUNK_SIZE` at a time; the arrays
-    (a dict of numpy `(len(texts), length)`) keep the columns of the
-    longest text's `bucket_length` (with `coarse`), so that every batch of
-    them can be cut to its own; `full_length` is the preprocessor's padded
-    length (a text that fills it may have been cut).
-    """
-    parts = [
-        {key: ops.convert_to_numpy(value) for key, value in
-         preprocessor(list(texts[start : start + PREPROCESS_CHUNK_SIZE])).items()}
-        for start in range(0, len(texts), PREPROCESS_CHUNK_SIZE)
-    ]
-    full_length = parts[0]["padding_mask"].shape[1]
-    longest = max(int(part["padding_mask"].astype(bool).sum(axis=1).max()) for part in parts)
-    width = bucket_length(longest, full_length, coarse)
-    features = {
-        key: np.concatenate([part[key][:, :width] for part in parts]) for key in parts[0]
-    }
-    return features, full_length
-
-
-def bucket_length(length, full_length, coarse=False):
-    """The padded length of a batch whose longest text has `length` tokens.
-
-    A multiple of 8 (`kcse.compilation.padded_length`), or with `coarse`
-    (for functions compiled once per input shape) a power of two of at
-    least `COARSE_MIN_LENGTH` (16); never beyond `full_length`.
-    """
-    if not coarse:
-        return padded_length(length, full_length)
-    bucket = max(COARSE_MIN_LENGTH, 2 ** math.ceil(math.log2(max(length, 1))))
-    return min(bucket, full_length)
-
-
-def batch_runner(model):
-    """A function running `model` on a list of token batches, outputs joined.
-
-    The outputs are numpy arrays (or a dict of them), a row per row of the
-    batches, in order. On one device each batch goes through
-    `predict_function(model)`, with no data pipeline between batches, so
-    the speed is steady. Where `predict` splits batches over devices (a
-    `tf.distribute` strategy with several replicas, or a
-    `keras.distribution`), the batches go through `predict` as a
-    `tf.data.Dataset`. In a multi-process run (`kcse.distribution`) every
-    process encodes every batch.
-    """
-    if distribution.process_count() > 1:
-
-        def run_everywhere(batches):
-            with distribution.every_process_predicts():
-                return batch_runner(model)(batches)
-
-        return run_everywhere
-    if not splits_batches(model):
-        predict = predict_function(model)
-
-        def run(batches):
-            outputs = [predict(batch) for batch in batches]
-            return keras.tree.map_structure(lambda *arrays: np.concatenate(arrays), *outputs)
-
-        return run
-
-    def run(batches):
-        import tensorflow as tf
-
-        dataset = tf.data.Dataset.from_generator(
-            lambda: iter(batches),
-            output_signature={
-                key: tf.TensorSpec((None, None), value.dtype)
-                for key, value in batches[0].items()
-            },
-        ).apply(tf.data.experimental.assert_cardinality(len(batches)))
-        # keras.Model's, not a Task's: the batches are tokenised already.
-        return keras.Model.predict(model, dataset, verbose=0)
-
-    return run
-
-
-# TensorFlow: each model's `tf.function`s by input signature. The functions
-# hold the model weakly, so an entry goes with its model.
-TENSORFLOW_PREDICT_FUNCTIONS = weakref.WeakKeyDictionary()
-
-
-def predict_function(model):
-    """`model`'s outputs (numpy) for one token batch, by a cached compiled function.
-
-    On TensorFlow, a `tf.function` of `model(batch, training=False)` with
-    `(None, None)` input shapes: traced once for every batch shape, and
-    kept for the model (with XLA when `model.jit_compile` is set). On
-    other backends, Keras' `predict_on_batch` (of `keras.Model`, not a
-    Task's: the batches are tokenised already), whose predict function
-    Keras keeps on the model: `jax.jit`, compiled once per input shape
-    (see `compiles_per_shape`), or eager PyTorch.
-    """
-    if keras.backend.backend() != "tensorflow":
-        return lambda batch: keras.Model.predict_on_batch(model, batch)
-    import tensorflow as tf
-
-    functions = TENSORFLOW_PREDICT_FUNCTIONS.setdefault(model, {})
-    reference = weakref.ref(model)
-
-    def predict(batch):
-        signature = tuple((key, value.dtype.name) for key, value in sorted(batch.items()))
-        tracing = contextlib.nullcontext()
-        if signature not in functions:
-            functions[signature] = tf.function(
-                lambda inputs: reference()(inputs, training=False),
-                input_signature=[
-                    {key: tf.TensorSpec((None, None), dtype) for key, dtype in signature}
-                ],
-                jit_compile=bool(model.jit_compile),
-            )
-            # The graph, and the weights it captured, go with the model.
-            tracing = compat.released_custom_gradients()
-        with tracing:
-            outputs = functions[signature](batch)
-        return keras.tree.map_structure(lambda tensor: tensor.numpy(), outputs)
-
-    return predict
-
-
-def splits_batches(model):
-    """Whether `predict` splits each batch over several devices."""
-    if keras.distribution.distribution() is not None:
-        return True
-    return (
-        keras.backend.backend() == "tensorflow"
-        and model.distribute_strategy.num_replicas_in_sync > 1
-    )
-
-
-def text_tokens(preprocessor, texts):
-    """Each text's token count and the distinct token ids of all, in one pass.
-
-    Counts are of the preprocessor's tokenizer output (special tokens not
-    included); the ids, those a keras-hub preprocessor's token arrays can
-    hold: its tokenizer's output and the special tokens it adds (start, end,
-    padding). One pass of the tokenizer over the distinct texts.
-    Returns `(counts, ids)`, or `(None, None)` for a preprocessor without
-    `tokenizer` or for no texts.
-    """
-    tokenizer = getattr(preprocessor, "tokenizer", None)
-    if tokenizer is None or len(texts) == 0:
-        return None, None
-    unique, inverse = np.unique(np.asarray(texts, dtype=object), return_inverse=True)
-    tokens = tokenizer(list(unique))
-    if hasattr(tokens, "row_lengths"):  # A tf.RaggedTensor.
-        counts = np.asarray(tokens.row_lengths())
-        ids = np.asarray(tokens.flat_values)
-    else:
-        counts = np.array([len(row) for row in tokens])
-        ids = np.concatenate([np.ravel(np.asarray(row)) for row in tokens])
-    specials = ops.convert_to_numpy(preprocessor([""])["token_ids"])
-    return counts[inverse.reshape(-1)], np.union1d(ids, specials)
-
-
-def truncated_texts(preprocessor, texts, counts=None):
-    """Whether `preprocessor` cuts each of `texts`: a bool array.
-
-    A text is cut when its tokens plus the preprocessor's special tokens
-    (counted on an empty text) exceed its `sequence_length`. `counts` are
-    the texts' token counts if known (`text_tokens`); else one pass of the
-    preprocessor's tokenizer over the distinct texts counts them. A
-    preprocessor without `tokenizer` or `sequence_length` cuts nothing.
-    """
-    length = getattr(preprocessor, "sequence_length", None)
-    if counts is None and length:
-        counts, _ = text_tokens(preprocessor, texts)
-    if not length or counts is None:
-        return np.zeros(len(texts), bool)
-    specials = int(np.sum(ops.convert_to_numpy(preprocessor([""])["padding_mask"])))
-    return counts + specials > length
-
-
-def warn_if_truncated(count, total, length, outcome="were truncated"):
-    """One `TruncationWarning` that `count` of `total` sentences were cut.
-
-    Nothing when `count` is 0. The warning points at the first caller
-    outside kcse.
-    """
-    if count:
-        warnings.warn(
-            TruncationWarning(
-                f"{count} of {total} sentences are longer than the maximum "
-                f"length {length} tokens and {outcome}; raise "
-                "the preprocessor's sequence_length to keep them whole."
-            ),
-            stacklevel=user_stacklevel(),
-        )
 
 
 def _has_layer(model, name):

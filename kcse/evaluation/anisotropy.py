@@ -286,7 +286,7 @@ def top_k_removal_curve(
 
     One forward pass of the backbone per batch serves every `k`: the model
     run is the encoder's `hidden_states` followed by one masked mean per
-    `k`, through `kcse.sentence_encoder.predict_in_length_order` (sorted
+    `k`, through `kcse.batched_prediction.predict_in_length_order` (sorted
     by length, padding trimmed). Pairs are taken `PAIR_CHUNK` at a time, so
     memory holds at most 2 x `PAIR_CHUNK` x len(ks) vectors.
 
@@ -761,7 +761,7 @@ def _removal_model(encoder, ranked, ks, pooling, with_encoded=False):
 
 
 def _run(model, encoder, texts, batch_size):
-    from kcse.sentence_encoder import predict_in_length_order
+    from kcse.batched_prediction import predict_in_length_order
 
     return predict_in_length_order(model, encoder.preprocessor, texts, batch_size)
 

@@ -31,7 +31,7 @@ from kcse.models.model_sources import resolve_model
 from kcse.training_stops import NonFiniteLossError
 from kcse.precision import precision_of
 from kcse.sentence_encoder import SentenceEncoder
-from kcse.sentence_encoder import predict_in_length_order
+from kcse.batched_prediction import predict_in_length_order
 
 def has_pooler(backbone):
     """Whether P2 can run: a pooler with pretrained (non-zero) weights."""

@@ -19,11 +19,11 @@ from kcse.objectives.embedding_rows import separable_optimizer
 from kcse.objectives.embedding_rows import variable_scope
 from kcse.objectives.token_batches import TokenBatches
 from kcse.objectives.token_batches import token_arrays
-from kcse.sentence_encoder import text_tokens
-from kcse.sentence_encoder import truncated_texts
-from kcse.sentence_encoder import warn_if_truncated
 from kcse.training_stops import StopOnInterrupt
 from kcse.training_stops import StopOnNonFiniteLoss
+from kcse.truncation import text_tokens
+from kcse.truncation import truncated_texts
+from kcse.truncation import warn_if_truncated
 from kcse.validation import check_count
 from kcse.validation import check_texts
 from kcse import compat

@@ -17,8 +17,8 @@ import random
 import keras
 import numpy as np
 
+from kcse.batched_prediction import PREPROCESS_CHUNK_SIZE
 from kcse.compilation import padded_length
-from kcse.sentence_encoder import PREPROCESS_CHUNK_SIZE
 
 
 def epoch_orders(count, shuffle):

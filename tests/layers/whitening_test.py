@@ -668,7 +668,7 @@ def e5_vectors(shared_data):
     """
     import kcse
     from kcse.experiments.grid import EveryPooling
-    from kcse.sentence_encoder import predict_in_length_order
+    from kcse.batched_prediction import predict_in_length_order
 
     pairs = kcse.data.read_chinese_task(shared_data / "senteval_cn", "STS-B", "test")
     first = kcse.SentenceEncoder.from_preset(

@@ -21,7 +21,7 @@ from kcse.layers import SentencePooling
 from kcse.layers import WKPooling
 from kcse.layers.wk_pooling import context_windows
 from kcse.models import hidden_states_model
-from kcse.sentence_encoder import bucket_length
+from kcse.batched_prediction import bucket_length
 from tests.layer_checks import run_layer_test
 
 RTOL = 1e-5

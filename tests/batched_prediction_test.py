@@ -1,4 +1,4 @@
-"""`encode`'s streaming, compiled path: chunks, length buckets, backends."""
+"""kcse.batched_prediction, `encode`'s streaming path: chunks, length buckets, backends."""
 
 import gc
 import json
@@ -19,11 +19,11 @@ from conftest import TINY_SENTENCES
 from conftest import tiny_bert
 from conftest import tiny_preprocessor
 from conftest import tiny_vocabulary
-from kcse import sentence_encoder
+from kcse import batched_prediction
+from kcse.batched_prediction import bucket_length
+from kcse.batched_prediction import predict_in_chunks
+from kcse.batched_prediction import predict_in_length_order
 from kcse.experiments.grid import EveryPooling
-from kcse.sentence_encoder import bucket_length
-from kcse.sentence_encoder import predict_in_chunks
-from kcse.sentence_encoder import predict_in_length_order
 
 def sentence(i):
     """Sentence i: 1 to 50 words of the tiny vocabulary."""
@@ -59,9 +59,9 @@ def test_texts_span_several_length_buckets():
 def test_encode_in_chunks_equals_predict_in_input_order(monkeypatch):
     encoder = long_encoder()
     expected = encoder.predict(TEXTS, batch_size=8, verbose=0)  # Full length.
-    monkeypatch.setattr(sentence_encoder, "ENCODE_CHUNK_SIZE", 7)
+    monkeypatch.setattr(batched_prediction, "ENCODE_CHUNK_SIZE", 7)
     np.testing.assert_allclose(encoder.encode(TEXTS, batch_size=3), expected, atol=REORDERED_ATOL)
-    monkeypatch.setattr(sentence_encoder, "PREPROCESS_CHUNK_SIZE", 3)  # Parts of chunks.
+    monkeypatch.setattr(batched_prediction, "PREPROCESS_CHUNK_SIZE", 3)  # Parts of chunks.
     np.testing.assert_allclose(encoder.encode(TEXTS, batch_size=3), expected, atol=REORDERED_ATOL)
 
 
@@ -70,8 +70,8 @@ def test_packed_features_are_the_preprocessors_in_parts_trimmed(monkeypatch, coa
     preprocessor = long_encoder().preprocessor
     whole = {key: keras.ops.convert_to_numpy(value)
              for key, value in preprocessor(TEXTS).items()}
-    monkeypatch.setattr(sentence_encoder, "PREPROCESS_CHUNK_SIZE", 4)
-    features, full_length = sentence_encoder.packed_features(
+    monkeypatch.setattr(batched_prediction, "PREPROCESS_CHUNK_SIZE", 4)
+    features, full_length = batched_prediction.packed_features(
         preprocessor, np.array(TEXTS, object), coarse)
     assert full_length == 64
     assert sorted(features) == sorted(whole)
@@ -81,7 +81,7 @@ def test_packed_features_are_the_preprocessors_in_parts_trimmed(monkeypatch, coa
 
 
 def test_predict_in_chunks_reads_the_texts_lazily(monkeypatch):
-    monkeypatch.setattr(sentence_encoder, "ENCODE_CHUNK_SIZE", 10)
+    monkeypatch.setattr(batched_prediction, "ENCODE_CHUNK_SIZE", 10)
     encoder = long_encoder()
     taken = []
 
@@ -116,7 +116,7 @@ def test_bucket_length(length, full_length, coarse, expected):
 def recorded_batches(monkeypatch):
     """The token batches `encode` runs, recorded as it runs them."""
     batches = []
-    original = sentence_encoder.predict_function
+    original = batched_prediction.predict_function
 
     def recording(model):
         predict = original(model)
@@ -127,7 +127,7 @@ def recorded_batches(monkeypatch):
 
         return run
 
-    monkeypatch.setattr(sentence_encoder, "predict_function", recording)
+    monkeypatch.setattr(batched_prediction, "predict_function", recording)
     return batches
 
 
@@ -136,7 +136,7 @@ def test_coarse_buckets_and_a_repeated_last_batch_change_no_vector(monkeypatch):
     encoder = long_encoder()
     expected = encoder.predict(TEXTS, batch_size=8, verbose=0)
     batches = recorded_batches(monkeypatch)
-    monkeypatch.setattr(sentence_encoder, "compiles_per_shape", lambda model: True)
+    monkeypatch.setattr(batched_prediction, "compiles_per_shape", lambda model: True)
     np.testing.assert_allclose(encoder.encode(TEXTS, batch_size=4), expected, atol=REORDERED_ATOL)
     shapes = {batch["token_ids"].shape for batch in batches}
     assert shapes == {(4, 16), (4, 32), (4, 64)}, shapes
@@ -162,7 +162,7 @@ def encode_twice():
     encoder = long_encoder()
     encoder.encode(TEXTS, batch_size=4)
     encoder.encode(TEXTS[:5], batch_size=2)
-    [function] = sentence_encoder.TENSORFLOW_PREDICT_FUNCTIONS[encoder].values()
+    [function] = batched_prediction.TENSORFLOW_PREDICT_FUNCTIONS[encoder].values()
     return function.experimental_get_tracing_count(), weakref.ref(encoder)
 
 
@@ -175,7 +175,7 @@ def test_one_tensorflow_trace_for_every_batch_shape_kept_per_encoder():
 
 
 def test_dict_outputs_of_every_pooling_in_input_order(monkeypatch):
-    monkeypatch.setattr(sentence_encoder, "ENCODE_CHUNK_SIZE", 16)
+    monkeypatch.setattr(batched_prediction, "ENCODE_CHUNK_SIZE", 16)
     first = long_encoder("P1")
     encoders = {
         pooling: kcse.SentenceEncoder(first.backbone, first.preprocessor, pooling=pooling)
@@ -196,7 +196,7 @@ def test_no_texts_is_an_error():
 
 
 def test_one_truncation_warning_counts_every_chunk(monkeypatch):
-    monkeypatch.setattr(sentence_encoder, "ENCODE_CHUNK_SIZE", 2)
+    monkeypatch.setattr(batched_prediction, "ENCODE_CHUNK_SIZE", 2)
     encoder = kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor(), pooling="P3")
     long = "the cat sat on the mat and the dog ran fast"  # 13 tokens with specials.
     texts = [long, "a dog", long, "blue", "red", long + " slow", "the cat"]
@@ -214,8 +214,8 @@ def test_mirrored_strategy_encodes_every_sentence_once(two_cpu_strategy):
     with two_cpu_strategy.scope():
         mirrored = long_encoder()
     mirrored.set_weights(single.get_weights())
-    assert sentence_encoder.splits_batches(mirrored)
-    assert not sentence_encoder.splits_batches(single)
+    assert batched_prediction.splits_batches(mirrored)
+    assert not batched_prediction.splits_batches(single)
     vectors = mirrored.encode(TEXTS, batch_size=5)  # 47 distinct: a partial batch.
     assert vectors.shape == expected.shape
     np.testing.assert_allclose(vectors, expected, atol=REORDERED_ATOL)
@@ -226,7 +226,7 @@ import json, logging, sys
 import numpy as np
 import keras
 sys.path.insert(0, sys.argv[1])
-from encode_streaming_test import TEXTS, long_encoder
+from batched_prediction_test import TEXTS, long_encoder
 
 compiles = []
 
