@@ -11,7 +11,6 @@ their source), its own command-line flags (`flags`, checked by
 
 import pathlib
 
-from kcse import arguments
 from kcse.experiments.protocols import training_sentences
 
 
