@@ -393,6 +393,9 @@ def train(args, data):
     keras.utils.set_random_seed(args.seed)
     encoder, prefix, source = load_encoder(
         args, args.max_length or protocol.sequence_length(args.task))
+    problem = method.encoder_problem(encoder)
+    if problem:
+        raise UsageError(f"--method {args.method}: {args.model}: {problem}")
     # Room for the trained model, checked before the training it keeps.
     atomic_files.check_room(args.output / "encoder.keras", saved_bytes(encoder))
     precision = precision_of(encoder.backbone)

@@ -3,6 +3,7 @@ attached a Dense layer without activation functions, and then trained only
 the final Dense layer with SimCSE"), in `kcse train` and in the grid."""
 
 import json
+import pathlib
 
 import keras
 import numpy as np
@@ -63,3 +64,16 @@ def test_the_grid_trains_column_c_by_the_linear_probe(tiny_setup, capsys):
     assert cell["training_samples"] == 64
     assert cell["trained"]["test"]["spearman"] != cell["raw"]["test"]["spearman"]
     assert "[1/1] tiny_bert|P1|STS-B|su|linear_probe" in capsys.readouterr().out
+
+
+def test_an_encoder_with_a_linear_map_already_is_refused_before_training(tmp_path, capsys):
+    saved = pathlib.Path(__file__).resolve().parents[1] / "saved_models" / "bert_whitening.keras"
+    code = cli.main(["train", "--method", "linear_probe", "--model", str(saved),
+                     "--output", str(tmp_path / "run"), "--sentences", "8",
+                     "--max-length", "16"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert err[0] == (f"kcse train: error: --method linear_probe: {saved}: the linear probe "
+                      "trains the linear map after the pooling, and this encoder has one "
+                      "already (its whitening)")
+    assert not (tmp_path / "run").exists() or not any((tmp_path / "run").iterdir())

@@ -37,6 +37,12 @@ class LinearProbeMethod(SimCSEMethod):
     def from_args(cls, args, rematerialize=False):
         return cls(rematerialize)
 
+    def encoder_problem(self, encoder):
+        if encoder.whitening is not None:
+            return ("the linear probe trains the linear map after the pooling, and this "
+                    "encoder has one already (its whitening)")
+        return None
+
     def encoder_to_train(self, encoder, seed):
         """A new encoder on `encoder`'s backbone, pooling and preprocessor,
         with a fresh Dense layer after the pooling."""
@@ -44,9 +50,9 @@ class LinearProbeMethod(SimCSEMethod):
 
         from kcse.sentence_encoder import SentenceEncoder
 
-        if encoder.whitening is not None:
-            raise ValueError("the linear probe trains the linear map after the pooling, "
-                             "and this encoder has one already (its whitening)")
+        problem = self.encoder_problem(encoder)
+        if problem:
+            raise ValueError(problem)
         head = keras.layers.Dense(
             encoder.backbone.hidden_dim, name="linear_probe",
             kernel_initializer=keras.initializers.GlorotUniform(seed=seed))

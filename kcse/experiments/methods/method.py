@@ -82,6 +82,11 @@ class Method:
     def objective(self, encoder, protocol):
         raise NotImplementedError
 
+    def encoder_problem(self, encoder):
+        """Why this method cannot train `encoder` (e.g. a saved encoder
+        lacking something it needs), or None; checked before any work."""
+        return None
+
     def encoder_to_train(self, encoder, seed):
         """The encoder `train` tunes and the cell scores (default: `encoder`
         itself, trained in place)."""
