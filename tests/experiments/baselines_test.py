@@ -12,6 +12,7 @@ from kcse.experiments import grid
 from kcse.experiments import methods
 from kcse.experiments import results
 from kcse.experiments.protocols import PROTOCOLS
+from kcse.experiments.protocols import training_sentences
 from tiny_grid import SPLIT_PAIRS
 from tiny_grid import cell_of
 from tiny_grid import read_strict_json
@@ -164,7 +165,7 @@ def test_text_views_replace_the_sentence_twice():
     data = {"train": pairs, "valid": pairs, "test": pairs}
     method = methods.SimCSEMethod(("word_deletion:0.3", "reordering:0.3"))
     (first, second), labels = method.training_data(data, PROTOCOLS["clean"], "STS-B", 3, "q: ")
-    sentences = methods.training_sentences(data, PROTOCOLS["clean"], "STS-B", 3)
+    sentences = training_sentences(data, PROTOCOLS["clean"], "STS-B", 3)
     expected = kcse.data.text_view_pairs(sentences, "word_deletion:0.3", "reordering:0.3", 3)
     assert labels is None
     assert first == ["q: " + s for s in expected[0]]
