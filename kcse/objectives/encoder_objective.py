@@ -468,6 +468,14 @@ class EncoderObjective(keras_hub.models.Task):
                 rows.install()
                 context.callback(rows.uninstall)
                 callbacks = [_WriteBackEmbeddingRows(rows), *callbacks]
+            optimizer = getattr(self, "optimizer", None)
+            if optimizer is not None and not optimizer.built:
+                # Now rather than where Keras builds it on TensorFlow: inside
+                # the first traced step, whose slot variables TensorFlow then
+                # lifts out of the graph one by one before tracing the whole
+                # step a second time (about a third of a small model's fit).
+                with variable_scope(self):
+                    optimizer.build(self.trainable_variables)
             if isinstance(x, TokenBatches):  # Tokenised: keras-hub's fit would map
                 return keras.Model.fit(  # the preprocessor over them.
                     self, x, shuffle=False, callbacks=callbacks, **kwargs
