@@ -16,6 +16,7 @@ under it (keras-team/keras#20585).
 """
 
 import contextlib
+import sys
 
 
 def start_data_parallel(cluster):
@@ -196,6 +197,8 @@ def check_global_dataset(dataset):
 
 def _data_parallel():
     """The JAX distribution set in this process, or None."""
+    if "keras" not in sys.modules:
+        return None  # None was set; importing Keras (TensorFlow) takes seconds.
     import keras
 
     if keras.config.backend() != "jax":
