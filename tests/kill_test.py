@@ -1,20 +1,21 @@
 """A save SIGKILLed at any moment leaves a loadable file: the old or the new.
 
-Each kill moment gets a fresh writer subprocess (no `os.fork`: forking a
-process that has imported TensorFlow is not supported). A writer imports
-kcse, prints "ready" and waits on stdin for one JSON command naming what
-to write and where; it then rewrites that file in a loop until it is
-killed. The test polls the folder for the writer's temporary file, waits
-the moment's delay and SIGKILLs the writer. The folder must then hold a
-complete file, equal to the one that was there before or to the one being
-written.
+Each kill moment gets a fresh writer subprocess (kill_writer.py; no
+`os.fork`: forking a process that has imported TensorFlow is not
+supported). A writer imports what its writes need, prints "ready" and
+waits on stdin for one JSON command naming what to write and where; it
+then rewrites that file in a loop until it is killed. The test polls the
+folder for the writer's temporary file, waits the moment's delay and
+SIGKILLs the writer. The folder must then hold a complete file, equal to
+the one that was there before or to the one being written.
 
-Importing TensorFlow takes seconds, so writers are started ahead of need:
-while one moment runs, `SPARES` more writers are already importing kcse,
-and each is given its folder only when its turn comes.
+An encoder writer imports TensorFlow, seconds of CPU, so writers are
+started ahead of need: while one moment runs, `SPARES` more writers are
+already importing, and each is given its folder only when its turn comes.
+A results writer imports no TensorFlow.
 
 No writer outlives the test: each is killed once its moment is over or
-has failed, the module fixture kills the spares, and a writer whose stdin
+has failed, the test's fixture kills the spares, and a writer whose stdin
 closes (the test process died) exits on its own.
 """
 
@@ -27,7 +28,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import keras
@@ -55,76 +55,15 @@ TIMEOUT_SECONDS = 120
 CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 SPARES = min(max(CPUS, 1), 3)
 
-# The program of a writer subprocess: argv[1] is this folder.
-WRITER = """
-import sys
-sys.path.insert(0, sys.argv[1])
-import kill_test
-kill_test.serve()
-"""
-
-
-# --- Inside a writer subprocess -------------------------------------------
-
-
-def serve():
-    """Prints "ready", then runs the one command read from stdin until killed.
-
-    A command is ["encoder", folder, reference, progress] or ["results",
-    folder, progress]. The writer appends the number of each completed
-    write to `progress`. It exits when stdin closes, so that it never
-    outlives the test process.
-    """
-    print("ready", flush=True)
-    line = sys.stdin.readline()
-    if not line:
-        return
-    name, *arguments = json.loads(line)
-    threading.Thread(target=exit_when_stdin_closes, daemon=True).start()
-    {"encoder": save_encoders, "results": write_results}[name](*arguments)
-
-
-def exit_when_stdin_closes():
-    sys.stdin.read()
-    os._exit(1)
-
-
-def save_encoders(folder, reference, progress):
-    encoder = kcse.SentenceEncoder(tiny_bert(seed=1), tiny_preprocessor(), pooling="cls")
-    encoder.save(reference)
-    saves = 0
-    while True:
-        encoder.save(folder + "/encoder.keras")
-        saves += 1
-        report(progress, saves)
-
-
-def write_results(folder, progress):
-    store = results.ResultStore(folder)
-    number = 0
-    while True:
-        number += 1
-        store.add(*write(number))
-        report(progress, number)
-
-
-def report(progress, number):
-    with open(progress, "a") as file:
-        file.write(f"{number}\n")
-
-
-# --- In the test process --------------------------------------------------
-
-
 class Writer:
-    """One writer subprocess, started to import kcse and wait for a command."""
+    """One writer subprocess of `kind`, started to import and wait for a command."""
 
-    def __init__(self, stderr_path):
+    def __init__(self, kind, stderr_path):
         self.stderr_path = stderr_path
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
         with open(stderr_path, "wb") as stderr:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", WRITER, str(TESTS)],
+                [sys.executable, str(TESTS / "kill_writer.py"), kind],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
                 env=env, bufsize=0,
             )
@@ -181,20 +120,21 @@ class Writer:
 
 
 class Writers:
-    """Hands out fresh writers; while one runs, up to `SPARES` more import kcse.
+    """Hands out fresh writers of `kind`; while one runs, up to `SPARES` more import.
 
-    `planned`: how many writers the tests will take, retries aside. No
+    `planned`: how many writers the test will take, retries aside. No
     spare is started beyond them: a retry starts its writer when it needs it.
     """
 
-    def __init__(self, folder, planned):
+    def __init__(self, folder, kind, planned):
         self.folder = folder
+        self.kind = kind
         self.started = []
         self.spares = collections.deque()
         self.to_take = planned
 
     def start(self):
-        writer = Writer(self.folder / f"writer{len(self.started)}.stderr")
+        writer = Writer(self.kind, self.folder / f"writer{len(self.started)}.stderr")
         self.started.append(writer)
         return writer
 
@@ -218,15 +158,24 @@ class Writers:
             writer.kill()
 
 
-@pytest.fixture(scope="module")
-def writers(request, tmp_path_factory):
-    tests = sum("writers" in item.fixturenames for item in request.session.items)
-    writers = Writers(tmp_path_factory.mktemp("writers"), planned=tests * len(MOMENTS))
+def started_writers(kind, folder):
+    """Yields the writers of `kind` for one test, the first spares started."""
+    writers = Writers(folder, kind, planned=len(MOMENTS))
     try:
         writers.start_spares()
         yield writers
     finally:
         writers.close()
+
+
+@pytest.fixture
+def encoder_writers(tmp_path_factory):
+    yield from started_writers("encoder", tmp_path_factory.mktemp("writers"))
+
+
+@pytest.fixture
+def results_writers(tmp_path_factory):
+    yield from started_writers("results", tmp_path_factory.mktemp("writers"))
 
 
 def kill_at_every_moment(kill_once, legend):
@@ -260,7 +209,7 @@ def same_weights(a, b):
 
 
 @pytest.mark.large
-def test_a_killed_encoder_save_leaves_the_old_or_the_new_encoder(tmp_path, writers):
+def test_a_killed_encoder_save_leaves_the_old_or_the_new_encoder(tmp_path, encoder_writers):
     old = kcse.SentenceEncoder(tiny_bert(seed=0), tiny_preprocessor(), pooling="cls")
     old.save(tmp_path / "old.keras")
     old_weights = old.get_weights()
@@ -271,7 +220,7 @@ def test_a_killed_encoder_save_leaves_the_old_or_the_new_encoder(tmp_path, write
                                        tmp_path / f"progress{i}")
         folder.mkdir()
         shutil.copyfile(tmp_path / "old.keras", folder / "encoder.keras")
-        left = writers.kill_while_writing(
+        left = encoder_writers.kill_while_writing(
             ["encoder", folder, reference, progress], folder, pattern, delay)
         assert_only_the_files_and_temporaries(folder, ["encoder.keras"], pattern)
         new_weights = keras.saving.load_model(reference).get_weights()
@@ -290,11 +239,6 @@ def test_a_killed_encoder_save_leaves_the_old_or_the_new_encoder(tmp_path, write
     kill_at_every_moment(kill_once, "delay, file found, completed saves, temporaries left (bytes)")
 
 
-def write(number):
-    """Write `number` (from 1) stores cell `(number - 1) % CELLS` again."""
-    return grid_cell((number - 1) % CELLS, number)
-
-
 def version(number):
     """The cells after `number` writes (0: the grid the writer starts from)."""
     cells = {}
@@ -310,14 +254,14 @@ def reject_constant(name):
 
 
 @pytest.mark.large
-def test_a_killed_results_write_leaves_the_old_or_the_new_results(tmp_path, writers):
+def test_a_killed_results_write_leaves_the_old_or_the_new_results(tmp_path, results_writers):
     start = version(0)
 
     def kill_once(i, delay):
         folder, progress = tmp_path / f"grid{i}", tmp_path / f"progress{i}"
         atomic_files.write_json(folder / "results.json", {"schema": results.SCHEMA, "cells": start})
         atomic_files.write_text(folder / "results.md", results.markdown(start))
-        left = writers.kill_while_writing(
+        left = results_writers.kill_while_writing(
             ["results", folder, progress], folder, ".results.json.*.tmp.json", delay)
         # The lock file stays beside results.json (ResultStore's docstring).
         assert_only_the_files_and_temporaries(

@@ -1,0 +1,80 @@
+"""The writer subprocess of kill_test.py: rewrites one file until it is killed.
+
+`python kill_writer.py KIND` imports what writes of KIND need ("encoder":
+Keras, TensorFlow and kcse's encoder, seconds of CPU; "results": kcse's
+results store only), prints "ready" and waits on stdin for one JSON
+command naming what to write and where. It then rewrites that file in a
+loop, appending the number of each completed write to the progress file,
+until it is killed. It exits when stdin closes, so that it never outlives
+the test process.
+"""
+
+import json
+import os
+import sys
+import threading
+
+from kcse.experiments import results
+from results_cells import CELLS
+from results_cells import grid_cell
+
+
+def serve(kind):
+    """Prints "ready", then runs the one command read from stdin until killed.
+
+    A command is ["encoder", folder, reference, progress] or ["results",
+    folder, progress], of the `kind` the writer was started for.
+    """
+    if kind == "encoder":  # Keras and TensorFlow: seconds, before "ready".
+        import conftest  # noqa: F401
+        import kcse.sentence_encoder  # noqa: F401
+    print("ready", flush=True)
+    line = sys.stdin.readline()
+    if not line:
+        return
+    name, *arguments = json.loads(line)
+    assert name == kind, (name, kind)
+    threading.Thread(target=exit_when_stdin_closes, daemon=True).start()
+    {"encoder": save_encoders, "results": write_results}[name](*arguments)
+
+
+def exit_when_stdin_closes():
+    sys.stdin.read()
+    os._exit(1)
+
+
+def save_encoders(folder, reference, progress):
+    import kcse
+    from conftest import tiny_bert
+    from conftest import tiny_preprocessor
+
+    encoder = kcse.SentenceEncoder(tiny_bert(seed=1), tiny_preprocessor(), pooling="cls")
+    encoder.save(reference)
+    saves = 0
+    while True:
+        encoder.save(folder + "/encoder.keras")
+        saves += 1
+        report(progress, saves)
+
+
+def write_results(folder, progress):
+    store = results.ResultStore(folder)
+    number = 0
+    while True:
+        number += 1
+        store.add(*write(number))
+        report(progress, number)
+
+
+def write(number):
+    """Write `number` (from 1) stores cell `(number - 1) % CELLS` again."""
+    return grid_cell((number - 1) % CELLS, number)
+
+
+def report(progress, number):
+    with open(progress, "a") as file:
+        file.write(f"{number}\n")
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1])
