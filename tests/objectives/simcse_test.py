@@ -63,18 +63,36 @@ def test_dropout_makes_views_differ_in_training_only():
     np.testing.assert_allclose(test_views[:, 0], test_views[:, 1], atol=1e-6)
 
 
+@pytest.fixture(scope="module")
+def single_device_step():
+    """`single_device_step(negatives)`: one SGD step of `make_simcse` on
+    SENTENCES, as `(initial weights, initial eval_views, loss, weights)`.
+
+    The step is taken once per `negatives`, for every test that checks it.
+    """
+    steps = {}
+
+    def step(negatives):
+        if negatives not in steps:
+            simcse = make_simcse(negatives=negatives)
+            initial = simcse.encoder.get_weights()
+            views = eval_views(simcse.encoder)
+            steps[negatives] = (initial, views, *one_step(simcse, SENTENCES))
+        return steps[negatives]
+
+    return step
+
+
 @pytest.mark.parametrize("negatives", ["both_views", "cross_view"])
-def test_fit_loss_is_the_authors_loss_of_the_initial_model(negatives):
+def test_fit_loss_is_the_authors_loss_of_the_initial_model(negatives, single_device_step):
     """Reference: the authors' losses transcribed to numpy in
     tests/authors_references.py: "both_views" bojone/SimCSE eval.py
     `simcse_loss` (2N × 2N cosines, diagonal masked), "cross_view"
     princeton-nlp/SimCSE simcse/models.py `cl_forward` (cos(z1, z2) / temp,
     CrossEntropyLoss with labels arange(N)). Independent: the authors' code,
     not kcse.losses.SimCSELoss; only the sentence vectors come from kcse."""
-    simcse = make_simcse(negatives=negatives)
-    expected = AUTHORS_LOSS[negatives](eval_views(simcse.encoder), 0.05)
-    before = simcse.encoder.get_weights()
-    loss, after = one_step(simcse, SENTENCES)
+    before, views, loss, after = single_device_step(negatives)
+    expected = AUTHORS_LOSS[negatives](views, 0.05)
     np.testing.assert_allclose(loss, expected, atol=1e-5)
     assert max(np.abs(a - b).max() for a, b in zip(after, before)) > 1e-3
 
@@ -134,12 +152,9 @@ def test_fit_on_a_tf_data_dataset_of_strings_lowers_the_loss():
 
 @pytest.mark.parametrize("negatives", ["both_views", "cross_view"])
 def test_mirrored_strategy_step_equals_single_device_step(
-    negatives, two_cpu_strategy
+    negatives, two_cpu_strategy, single_device_step
 ):
-    weights = make_simcse().encoder.get_weights()
-    single_loss, single_weights = one_step(
-        make_simcse(weights, negatives), SENTENCES
-    )
+    weights, views, single_loss, single_weights = single_device_step(negatives)
     with two_cpu_strategy.scope():
         mirrored = make_simcse(weights, negatives)
     mirrored_loss, mirrored_weights = one_step(mirrored, SENTENCES)
@@ -149,7 +164,6 @@ def test_mirrored_strategy_step_equals_single_device_step(
 
     # Negatives drawn per replica would give another loss: the test can fail.
     # (The authors' loss of each replica's half, tests/authors_references.py.)
-    views = eval_views(make_simcse(weights).encoder)
     loss = AUTHORS_LOSS[negatives]
     local = (loss(views[:4], 0.05) + loss(views[4:], 0.05)) / 2
     assert abs(local - single_loss) > 1e-3
