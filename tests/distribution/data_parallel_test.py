@@ -15,6 +15,7 @@ import keras
 import numpy as np
 import pytest
 
+from conftest import FAST_XLA_FLAG
 from kcse import distribution
 
 WORKER = pathlib.Path(__file__).parent / "data_parallel_worker.py"
@@ -40,8 +41,9 @@ def run_workers(folder, clusters):
         ),
     )
     for name in (distribution.JOB_ADDRESSES, distribution.NUM_PROCESSES,
-                 distribution.PROCESS_ID, "XLA_FLAGS"):
+                 distribution.PROCESS_ID):
         base.pop(name, None)
+    base["XLA_FLAGS"] = FAST_XLA_FLAG  # One device per process.
     runs = []
     for index, cluster in enumerate(clusters):
         output = folder / f"worker_{index}.npz"

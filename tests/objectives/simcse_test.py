@@ -199,7 +199,7 @@ def test_jax_data_parallel_step_equals_single_device_step():
     env = dict(
         os.environ,
         KERAS_BACKEND="jax",
-        XLA_FLAGS="--xla_force_host_platform_device_count=2",
+        XLA_FLAGS=f"{os.environ['XLA_FLAGS']} --xla_force_host_platform_device_count=2",
         PYTHONPATH=os.pathsep.join(
             [str(JAX_SCRIPT.parent), str(JAX_SCRIPT.parents[1])]
         ),
