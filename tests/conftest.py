@@ -177,14 +177,38 @@ def one_step(model, x, y=None, batch_size=None):
     return history.history["loss"][0], model.encoder.get_weights()
 
 
-def assert_mirrored_step_equals_single_step(make_model, strategy, x, y=None):
+def single_step(make_model, x, y=None):
+    """`(initial encoder weights, loss, encoder weights)` of `one_step` of
+    `make_model(None)` on all of `x`."""
+    model = make_model(None)
+    initial = model.encoder.get_weights()
+    return (initial, *one_step(model, x, y))
+
+
+@pytest.fixture(scope="module")
+def single_steps():
+    """`single_steps(key, make_model, x, y=None)`: `single_step(make_model,
+    x, y)`, taken once per module and `key` for all the tests that check
+    that step."""
+    steps = {}
+
+    def step(key, make_model, x, y=None):
+        if key not in steps:
+            steps[key] = single_step(make_model, x, y)
+        return steps[key]
+
+    return step
+
+
+def assert_mirrored_step_equals_single_step(make_model, strategy, x, y=None, single=None):
     """One step under `strategy` equals one step on one device (≤ 1e-5).
 
     `make_model(weights)` builds and compiles the objective from the same
     initial encoder weights (the first call gets None and sets them).
+    `single`: that step on one device, `single_step(make_model, x, y)`,
+    where the test has it already.
     """
-    initial = make_model(None).encoder.get_weights()
-    single_loss, single_weights = one_step(make_model(initial), x, y)
+    initial, single_loss, single_weights = single or single_step(make_model, x, y)
     with strategy.scope():
         mirrored = make_model(initial)
     mirrored_loss, mirrored_weights = one_step(mirrored, x, y)

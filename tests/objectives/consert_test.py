@@ -112,7 +112,22 @@ def test_defaults_are_consert_scripts():
     assert joint.classifier.max_square
 
 
-def test_unsup_fit_loss_is_weighted_consert_nt_xent():
+def consert_samples(mode):
+    """`(x, y)` of the tests' step in `mode`: NLI pairs unless unsupervised."""
+    if mode == "unsup":
+        return SENTENCES, None
+    return (SENTENCES, HYPOTHESES), NLI_LABELS
+
+
+def consert_step(single_steps, mode):
+    """One SGD step of `make_consert` in `mode` on all of `consert_samples`
+    (`conftest.single_step`), taken once per module for each mode."""
+    return single_steps(
+        mode, lambda weights: make_consert(weights, mode=mode), *consert_samples(mode)
+    )
+
+
+def test_unsup_fit_loss_is_weighted_consert_nt_xent(single_steps):
     """Reference: ConSERT's `forward` with `--cl_loss_only --cl_rate 0.15`
     (tests/consert_reference.py). Views without augmentation and no dropout
     make both views the encoder's vectors."""
@@ -121,12 +136,12 @@ def test_unsup_fit_loss_is_weighted_consert_nt_xent():
     vectors = model.encoder.predict(SENTENCES, verbose=0)
     expected = 0.15 * consert_reference.nt_xent(vectors, vectors, 0.1)
     np.testing.assert_allclose(model(features)["views"][:, 0], vectors, atol=1e-5)
-    history = model.fit(SENTENCES, batch_size=8, shuffle=False, verbose=0)
-    np.testing.assert_allclose(history.history["loss"][0], expected, rtol=1e-5)
+    _, loss, _ = consert_step(single_steps, "unsup")
+    np.testing.assert_allclose(loss, expected, rtol=1e-5)
 
 
 @pytest.mark.parametrize("mode", ["sup", "joint"])
-def test_supervised_modes_equal_consert_loss(mode):
+def test_supervised_modes_equal_consert_loss(mode, single_steps):
     """Reference: ConSERT's `forward` in numpy (tests/consert_reference.py):
     softmax on (a, b, |a − b|, max(a, b)²), plus in the joint mode
     cl_rate 0.15 · (NT-Xent of the premises + NT-Xent of the hypotheses)."""
@@ -143,23 +158,16 @@ def test_supervised_modes_equal_consert_loss(mode):
         expected = consert_reference.cross_entropy(
             consert_reference.nli_logits(premises, hypotheses, kernel, bias), NLI_LABELS
         )
-    history = model.fit(
-        (SENTENCES, HYPOTHESES), NLI_LABELS, batch_size=8, shuffle=False, verbose=0
-    )
-    np.testing.assert_allclose(history.history["loss"][0], expected, rtol=1e-5)
+    _, loss, _ = consert_step(single_steps, mode)
+    np.testing.assert_allclose(loss, expected, rtol=1e-5)
 
 
 @pytest.mark.parametrize("mode", ["unsup", "joint"])
-def test_mirrored_step_equals_single_step(mode, two_cpu_strategy):
-    def make(weights):
-        return make_consert(weights, mode=mode)
-
-    if mode == "unsup":
-        assert_mirrored_step_equals_single_step(make, two_cpu_strategy, SENTENCES)
-    else:
-        assert_mirrored_step_equals_single_step(
-            make, two_cpu_strategy, (SENTENCES, HYPOTHESES), NLI_LABELS
-        )
+def test_mirrored_step_equals_single_step(mode, two_cpu_strategy, single_steps):
+    assert_mirrored_step_equals_single_step(
+        lambda weights: make_consert(weights, mode=mode), two_cpu_strategy,
+        *consert_samples(mode), single=consert_step(single_steps, mode),
+    )
 
 
 @pytest.mark.parametrize(

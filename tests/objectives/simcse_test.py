@@ -63,36 +63,24 @@ def test_dropout_makes_views_differ_in_training_only():
     np.testing.assert_allclose(test_views[:, 0], test_views[:, 1], atol=1e-6)
 
 
-@pytest.fixture(scope="module")
-def single_device_step():
-    """`single_device_step(negatives)`: one SGD step of `make_simcse` on
-    SENTENCES, as `(initial weights, initial eval_views, loss, weights)`.
-
-    The step is taken once per `negatives`, for every test that checks it.
-    """
-    steps = {}
-
-    def step(negatives):
-        if negatives not in steps:
-            simcse = make_simcse(negatives=negatives)
-            initial = simcse.encoder.get_weights()
-            views = eval_views(simcse.encoder)
-            steps[negatives] = (initial, views, *one_step(simcse, SENTENCES))
-        return steps[negatives]
-
-    return step
+def simcse_step(single_steps, negatives):
+    """One SGD step of `make_simcse` on SENTENCES (`conftest.single_step`),
+    taken once per module for each `negatives`."""
+    return single_steps(
+        negatives, lambda weights: make_simcse(weights, negatives), SENTENCES
+    )
 
 
 @pytest.mark.parametrize("negatives", ["both_views", "cross_view"])
-def test_fit_loss_is_the_authors_loss_of_the_initial_model(negatives, single_device_step):
+def test_fit_loss_is_the_authors_loss_of_the_initial_model(negatives, single_steps):
     """Reference: the authors' losses transcribed to numpy in
     tests/authors_references.py: "both_views" bojone/SimCSE eval.py
     `simcse_loss` (2N × 2N cosines, diagonal masked), "cross_view"
     princeton-nlp/SimCSE simcse/models.py `cl_forward` (cos(z1, z2) / temp,
     CrossEntropyLoss with labels arange(N)). Independent: the authors' code,
     not kcse.losses.SimCSELoss; only the sentence vectors come from kcse."""
-    before, views, loss, after = single_device_step(negatives)
-    expected = AUTHORS_LOSS[negatives](views, 0.05)
+    before, loss, after = simcse_step(single_steps, negatives)
+    expected = AUTHORS_LOSS[negatives](eval_views(make_simcse(before).encoder), 0.05)
     np.testing.assert_allclose(loss, expected, atol=1e-5)
     assert max(np.abs(a - b).max() for a, b in zip(after, before)) > 1e-3
 
@@ -152,9 +140,9 @@ def test_fit_on_a_tf_data_dataset_of_strings_lowers_the_loss():
 
 @pytest.mark.parametrize("negatives", ["both_views", "cross_view"])
 def test_mirrored_strategy_step_equals_single_device_step(
-    negatives, two_cpu_strategy, single_device_step
+    negatives, two_cpu_strategy, single_steps
 ):
-    weights, views, single_loss, single_weights = single_device_step(negatives)
+    weights, single_loss, single_weights = simcse_step(single_steps, negatives)
     with two_cpu_strategy.scope():
         mirrored = make_simcse(weights, negatives)
     mirrored_loss, mirrored_weights = one_step(mirrored, SENTENCES)
@@ -164,6 +152,7 @@ def test_mirrored_strategy_step_equals_single_device_step(
 
     # Negatives drawn per replica would give another loss: the test can fail.
     # (The authors' loss of each replica's half, tests/authors_references.py.)
+    views = eval_views(make_simcse(weights).encoder)
     loss = AUTHORS_LOSS[negatives]
     local = (loss(views[:4], 0.05) + loss(views[4:], 0.05)) / 2
     assert abs(local - single_loss) > 1e-3

@@ -17,6 +17,7 @@ from conftest import tiny_preprocessor
 ANCHORS = SENTENCES
 POSITIVES = [s + " red" for s in SENTENCES]
 NEGATIVES = list(reversed(SENTENCES))
+TRIPLETS = (ANCHORS, POSITIVES, NEGATIVES)
 SCORES = np.array([5.0, 4.0, 0.5, 3.0, 1.0, 2.0, 4.5, 0.0], "float32")
 
 
@@ -43,21 +44,20 @@ def make_pairs(weights=None):
     return model
 
 
-def test_supervised_simcse_forward_and_fit_loss():
+def test_supervised_simcse_forward_and_fit_loss(single_steps):
     """Reference: princeton-nlp/SimCSE simcse/models.py `cl_forward` with a
     hard negative (cos(z1, z2) / temp | cos(z1, z3) / temp +
     hard_negative_weight on z1_i's own z3_i, CrossEntropyLoss with labels
     arange(N)), transcribed to numpy in tests/authors_references.py.
     Independent: the authors' code, not kcse.losses.SimCSELoss; only the
     sentence vectors come from kcse."""
-    model = make_supervised()
-    triplets = (ANCHORS, POSITIVES, NEGATIVES)
-    columns = [model.encoder.predict(column, verbose=0) for column in triplets]
+    initial, loss, _ = single_steps("triplets", make_supervised, TRIPLETS)
+    encoder = make_encoder(initial)
+    columns = [encoder.predict(column, verbose=0) for column in TRIPLETS]
     expected = princeton_simcse_loss(
         np.stack(columns, axis=1), 0.05, hard_negative_weight=0.5
     )
-    history = model.fit(triplets, batch_size=8, shuffle=False, verbose=0)
-    np.testing.assert_allclose(history.history["loss"][0], expected, atol=1e-5)
+    np.testing.assert_allclose(loss, expected, atol=1e-5)
 
 
 def test_pair_objective_fit_loss_is_cosent_of_the_initial_model():
@@ -94,9 +94,10 @@ def test_wrong_number_of_columns_is_a_clear_error():
         make_pairs().fit((ANCHORS, POSITIVES, NEGATIVES), SCORES, verbose=0)
 
 
-def test_supervised_simcse_mirrored_step_equals_single_step(two_cpu_strategy):
+def test_supervised_simcse_mirrored_step_equals_single_step(two_cpu_strategy, single_steps):
     assert_mirrored_step_equals_single_step(
-        make_supervised, two_cpu_strategy, (ANCHORS, POSITIVES, NEGATIVES)
+        make_supervised, two_cpu_strategy, TRIPLETS,
+        single=single_steps("triplets", make_supervised, TRIPLETS),
     )
 
 
