@@ -12,7 +12,8 @@ e5 has no pooler for P2), 500 training sentences instead of Su's 10,000 and
 column c scored on the test split, to fit 20 minutes on 2 CPU cores.
 
     python recipes/chinese_simcse.py
-    python recipes/chinese_simcse.py --models BERT,NEZHA,SimBERT \\
+    python recipes/chinese_simcse.py \\
+        --models BERT,RoBERTa,NEZHA,WoBERT,RoFormer,SimBERT,SimBERT-small,SimBERT-tiny \\
         --checkpoint-root ~/checkpoints --data-dir ~/senteval_cn \\
         --tasks ATEC,BQ,LCQMC,PAWSX,STS-B --poolings P1,P2,P3,P4 --sentences 10000
 
