@@ -9,8 +9,9 @@ expected value:
 - bojone/SimCSE, `eval.py`, `simcse_loss`;
 - princeton-nlp/SimCSE, `simcse/models.py`, `cl_forward` (with `Similarity`);
 - bojone/CoSENT, `cosent.py`, `cosent_loss`;
-- galsang/SG-BERT, `loss.py`: `NTXentLoss.forward` (SG-OPT), `Loss.compute_diff`
-  and the projection head built in `Loss.__init__`.
+- galsang/SG-BERT, `loss.py`: `NTXentLoss.forward` (SG-OPT), the ablation's
+  `NTXentLossOriginal`, `NTXentLossOpt1` and `NTXentLossOpt2`,
+  `Loss.compute_diff` and the projection head built in `Loss.__init__`.
 
 Where the authors hard-code a constant (bojone's scale 20), it is an
 argument here, with the authors' value as default where there is one.
@@ -142,6 +143,109 @@ def sg_bert_ntxent_loss(cls, cont, temperature=0.01):
     labels = np.zeros(batch_size * num_layers, "int64")
     loss = cross_entropy(logits, labels).sum()
     return loss / (batch_size * num_layers)
+
+
+def _sg_bert_correlated_mask(batch_size):
+    """`NTXentLossOriginal._get_correlated_mask`: False on the diagonal and
+    on the two diagonals `batch_size` away (each row's partner)."""
+    diag = np.eye(2 * batch_size)
+    l1 = np.eye((2 * batch_size), 2 * batch_size, k=-batch_size)
+    l2 = np.eye((2 * batch_size), 2 * batch_size, k=batch_size)
+    return (1 - (diag + l1 + l2)).astype(bool)
+
+
+def _sg_bert_one_pivot_logits(cls, pooled):
+    """The first lines of `NTXentLossOpt1.forward` / `NTXentLossOpt2.forward`:
+    the cosines of `cat([cls, pooled])` with itself, each cls row's
+    positive (its pooled partner) and its masked row of negatives."""
+    batch_size = cls.shape[0]
+    representations = np.concatenate([cls, pooled], axis=0)
+    similarity_matrix = torch_cosine_similarity(
+        representations[:, None], representations[None, :]
+    )
+    positives = np.diag(similarity_matrix, batch_size).reshape(batch_size, 1)
+    negatives = similarity_matrix[_sg_bert_correlated_mask(batch_size)].reshape(
+        2 * batch_size, -1
+    )
+    return positives, negatives
+
+
+def _sg_bert_cross_entropy_from_zero(positives, negatives, temperature, rows):
+    """`logits = cat((positives, negatives), 1) / T`, label 0 for each row,
+    `CrossEntropyLoss(reduction="sum")`, divided by `rows`."""
+    logits = np.concatenate([positives, negatives], axis=1) / temperature
+    labels = np.zeros(len(logits), "int64")
+    return cross_entropy(logits, labels).sum() / rows
+
+
+def sg_bert_ntxent_loss_opt1(cls, pooled, temperature=0.01):
+    """galsang/SG-BERT `loss.py` `NTXentLossOpt1.forward(cls, pooled)` (L^opt1):
+    the cls rows only, against the other cls rows and every pooled row."""
+    batch_size = cls.shape[0]
+    positives, negatives = _sg_bert_one_pivot_logits(cls, pooled)
+    return _sg_bert_cross_entropy_from_zero(
+        positives, negatives[:batch_size], temperature, batch_size
+    )
+
+
+def sg_bert_ntxent_loss_opt2(cls, pooled, temperature=0.01, first_negative=None):
+    """galsang/SG-BERT `loss.py` `NTXentLossOpt2.forward(cls, pooled)` (L^opt2):
+    the cls rows against the pooled rows only.
+
+    The authors slice each masked row from column `batch_size`
+    (`[:self.batch_size, self.batch_size:]`). A masked cls row holds the
+    b − 1 other cls first, then the b − 1 other pooled rows from column
+    b − 1, so that slice leaves out one pooled negative; the paper's
+    L^opt2 sums over every h_j. `first_negative=batch_size - 1` takes them
+    all; the default is the authors' slice.
+    """
+    batch_size = cls.shape[0]
+    start = batch_size if first_negative is None else first_negative
+    positives, negatives = _sg_bert_one_pivot_logits(cls, pooled)
+    return _sg_bert_cross_entropy_from_zero(
+        positives, negatives[:batch_size, start:], temperature, batch_size
+    )
+
+
+def sg_bert_ntxent_loss_original(zis, zjs, temperature=0.01):
+    """galsang/SG-BERT `loss.py` `NTXentLossOriginal.forward(zis, zjs)` (SG,
+    L^base), which `Loss` calls with `(sent_emb, pooled)`: NT-Xent over the
+    rows of `cat([zjs, zis])`, each row's positive its partner `batch_size`
+    away and its negatives every other row.
+
+    Two lines of the authors' code are not runnable as the paper states
+    the loss, and are as the paper here: they pass `batch_size` labels for
+    the 2·batch_size rows (`CrossEntropyLoss` refuses that), and they
+    divide the summed loss by `batch_size`, where the paper's L^base is
+    the mean over the 2b rows (1 / 2b).
+    """
+    batch_size = zis.shape[0]
+    representations = np.concatenate([zjs, zis], axis=0)
+    similarity_matrix = torch_cosine_similarity(
+        representations[:, None], representations[None, :]
+    )
+    l_pos = np.diag(similarity_matrix, batch_size)
+    r_pos = np.diag(similarity_matrix, -batch_size)
+    positives = np.concatenate([l_pos, r_pos]).reshape(2 * batch_size, 1)
+    negatives = similarity_matrix[_sg_bert_correlated_mask(batch_size)].reshape(
+        2 * batch_size, -1
+    )
+    return _sg_bert_cross_entropy_from_zero(
+        positives, negatives, temperature, 2 * batch_size
+    )
+
+
+def sg_bert_pooling(states, mask, pooling):
+    """galsang/SG-BERT `loss.py` `Loss.mean_pooling` / `Loss.max_pooling`
+    of `states` `(batch, layers, length, hidden)` with the attention mask
+    expanded to it: `(t * mask).sum(2) / mask.sum(2)`, or `t[mask == 0] =
+    -1e9; t.max(dim=2)`."""
+    states = np.array(states, "float64")
+    mask = np.broadcast_to(np.asarray(mask, "float64")[:, None, :, None], states.shape)
+    if pooling == "mean":
+        return (states * mask).sum(2) / mask.sum(2)
+    states[mask == 0] = -1e9
+    return states.max(axis=2)
 
 
 def sg_bert_compute_diff(tuned, original):
