@@ -27,6 +27,8 @@ POOLING_MODES = ("cls", "pooler", "last_avg", "first_last_avg", "last2avg", "max
 # Su's poolings, in the order of his tables; every name a flag takes.
 SU_POOLINGS = tuple(POOLING_ALIASES)
 POOLING_NAMES = SU_POOLINGS + POOLING_MODES
+# SG-OPT's poolings of a layer's tokens into a pivot (SG-BERT's `pooling2`).
+PIVOT_POOLINGS = ("mean", "max")
 
 # SBERT-WK's defaults (the authors' `SBERT_WK.py`: `--layer_start`,
 # `--context_window_size`).

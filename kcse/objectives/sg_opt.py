@@ -6,10 +6,15 @@ from keras import ops
 from kcse.models.layer_taps import embedding_layers
 from kcse.models.layer_taps import hidden_states_model
 from kcse.distribution.cross_replica import scale_for_replicas
+from kcse.layers.pooling_rules import PIVOT_POOLINGS
+from kcse.layers.sentence_pooling import masked_max
 from kcse.layers.sentence_pooling import masked_mean
 from kcse.losses.self_guided_loss import SelfGuidedLoss
 from kcse.objectives.encoder_objective import EncoderObjective
 
+
+# The pivots' pooling over tokens, by `pooling_rules.PIVOT_POOLINGS` name.
+POOL_PIVOTS = {"mean": masked_mean, "max": masked_max}
 
 # BERT's `initializer_range`, with which galsang/SG-BERT (`loss.py`, `Loss`)
 # draws the projection head's weights: `weight.data.normal_(0.0, 0.02)`.
@@ -52,12 +57,33 @@ class SGOpt(EncoderObjective):
 
     `fit` takes unlabelled sentences, as `kcse.SimCSE`.
 
+    The ablations of the paper and the options of the authors' `training.py`
+    are arguments: `variant` picks the loss (SG-OPT's L^opt3, or L^opt2,
+    L^opt1 and SG's L^base, which compare c_i with one pivot: a layer drawn
+    uniformly for each sentence at every step); `pivot_pooling` is the
+    pivots' pooling over tokens (the authors' `pooling2`: mean, or max as
+    the slides describe); `pivot_layers` the layers that give pivots (the
+    authors' `lmin`, `lmax`); `projection=False` leaves the head out (the
+    "− projection head" row).
+
     Args:
         encoder: a `kcse.SentenceEncoder` without dimension-reducing
             whitening.
         projection_dim: int. Width of the projection head (4096).
         temperature: float. τ, 0.01.
         regularization: float. λ, 0.1.
+        variant: `"opt3"` (default), `"opt2"`, `"opt1"` or `"base"`; see
+            `kcse.losses.SelfGuidedLoss`.
+        pivot_pooling: `"mean"` (default) or `"max"` over the real tokens.
+        pivot_layers: `(first, stop)`: the layers first .. stop − 1 give
+            pivots, 0 being the embeddings and `num_layers` the last block;
+            `None` (default) for all of them, as the authors' `lmin=0`,
+            `lmax=-1`. Their draw indexes the kept layers from `lmin`
+            rather than 0, so with `lmin > 0` it can fall outside them;
+            kcse draws among the kept layers.
+        projection: bool. Whether the vectors pass through the head (True).
+        seed: int or None. Seed of the layer draws of the one-pivot
+            variants.
 
     `fit` raises `ValueError` for a batch size below 2 (the other sentences'
     pivots are the negatives) and leaves out a last in-memory batch of one
@@ -99,10 +125,28 @@ class SGOpt(EncoderObjective):
         projection_dim=4096,
         temperature=0.01,
         regularization=0.1,
+        variant="opt3",
+        pivot_pooling="mean",
+        pivot_layers=None,
+        projection=True,
+        seed=None,
         **kwargs,
     ):
         super().__init__(encoder, **kwargs)
         backbone = encoder.backbone
+        if pivot_pooling not in PIVOT_POOLINGS:
+            raise ValueError(
+                f"pivot_pooling must be one of {', '.join(PIVOT_POOLINGS)}; "
+                f"got {pivot_pooling!r}."
+            )
+        layer_count = backbone.num_layers + 1  # The embeddings, then each block.
+        first, stop = (0, layer_count) if pivot_layers is None else pivot_layers
+        if not 0 <= first < stop <= layer_count:
+            raise ValueError(
+                "pivot_layers must be (first, stop) with 0 <= first < stop <= "
+                f"{layer_count} (the embeddings and {backbone.num_layers} "
+                f"blocks); got {pivot_layers!r}."
+            )
         if encoder.output_dim != backbone.hidden_dim:
             raise ValueError(
                 "SGOpt compares the sentence vector with pooled hidden states, "
@@ -112,6 +156,11 @@ class SGOpt(EncoderObjective):
         self.projection_dim = projection_dim
         self.temperature = temperature
         self.regularization = regularization
+        self.variant = variant
+        self.pivot_pooling = pivot_pooling
+        self.pivot_layers = None if pivot_layers is None else (first, stop)
+        self.pivot_range = (first, stop)
+        self.seed = seed
 
         # === Layers ===
         self.fixed_backbone = type(backbone).from_config(backbone.get_config())
@@ -120,20 +169,40 @@ class SGOpt(EncoderObjective):
         self.fixed_states = hidden_states_model(self.fixed_backbone)
         for layer in embedding_layers(backbone):
             layer.trainable = False
-        self.projection = keras.Sequential(
-            [_head_layer(projection_dim), _head_layer(projection_dim)],
-            name="projection_head",
-        )
-        self.projection.build((None, None, backbone.hidden_dim))
-        self.objective_loss = SelfGuidedLoss(temperature)
+        self.projection = None
+        if projection:
+            self.projection = keras.Sequential(
+                [_head_layer(projection_dim), _head_layer(projection_dim)],
+                name="projection_head",
+            )
+            self.projection.build((None, None, backbone.hidden_dim))
+        self.objective_loss = SelfGuidedLoss(temperature, variant)
+        if variant != "opt3":
+            self.layer_sampler = keras.random.SeedGenerator(seed)
 
     def call(self, inputs, training=None):
         sentences = self.encoder(inputs, training=training)
         states = self.fixed_states(inputs, training=False)["hidden_states"]
+        first, stop = self.pivot_range
+        pool = POOL_PIVOTS[self.pivot_pooling]
         mask = inputs["padding_mask"]
-        pivots = ops.stack([masked_mean(state, mask) for state in states], axis=1)
+        pivots = ops.stack([pool(state, mask) for state in states[first:stop]], axis=1)
+        if self.variant != "opt3":
+            pivots = self.one_layer_per_sentence(pivots)
         vectors = ops.concatenate([ops.expand_dims(sentences, 1), pivots], axis=1)
+        if self.projection is None:
+            return vectors
         return self.projection(vectors, training=training)
+
+    def one_layer_per_sentence(self, pivots):
+        """`(batch, 1, dim)`: each sentence's pivot of one layer, drawn
+        uniformly from `pivots`' layers (SG-BERT's `torch.randint`)."""
+        layers = pivots.shape[1]
+        drawn = keras.random.randint(
+            (ops.shape(pivots)[0],), 0, layers, seed=self.layer_sampler
+        )
+        chosen = ops.one_hot(drawn, layers, dtype=pivots.dtype)
+        return ops.expand_dims(ops.einsum("bl,bld->bd", chosen, pivots), 1)
 
     def weight_distance(self):
         """Σ‖θ_T − θ_F‖² over the backbone's weights."""
@@ -159,6 +228,11 @@ class SGOpt(EncoderObjective):
                 "projection_dim": self.projection_dim,
                 "temperature": self.temperature,
                 "regularization": self.regularization,
+                "variant": self.variant,
+                "pivot_pooling": self.pivot_pooling,
+                "pivot_layers": self.pivot_layers,
+                "projection": self.projection is not None,
+                "seed": self.seed,
             }
         )
         return config

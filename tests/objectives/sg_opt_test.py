@@ -6,6 +6,10 @@ import kcse
 from kcse.models.layer_taps import embedding_layers
 from authors_references import sg_bert_compute_diff
 from authors_references import sg_bert_ntxent_loss
+from authors_references import sg_bert_ntxent_loss_opt1
+from authors_references import sg_bert_ntxent_loss_opt2
+from authors_references import sg_bert_ntxent_loss_original
+from authors_references import sg_bert_pooling
 from authors_references import sg_bert_projection_head
 from conftest import TINY_SENTENCES as SENTENCES
 from conftest import one_step
@@ -13,14 +17,16 @@ from conftest import tiny_bert
 from conftest import tiny_preprocessor
 
 
-def make_sg_opt(weights=None, backbone=None, projection_dim=16, learning_rate=0.05):
+def make_sg_opt(weights=None, backbone=None, projection_dim=16, learning_rate=0.05,
+                **options):
     encoder = kcse.SentenceEncoder(
         backbone or tiny_bert(), tiny_preprocessor(), pooling="cls"
     )
     if weights is not None:
         encoder.set_weights(weights)
     keras.utils.set_random_seed(1)  # The projection head's initial weights.
-    model = kcse.SGOpt(encoder, projection_dim=projection_dim, temperature=0.05)
+    model = kcse.SGOpt(encoder, projection_dim=projection_dim, temperature=0.05,
+                       **options)
     model.compile(optimizer=keras.optimizers.SGD(learning_rate))
     return model
 
@@ -45,6 +51,15 @@ def numpy_pivots(model, sentences):
         [(np.asarray(s) * mask).sum(1) / mask.sum(1) for s in states["hidden_states"]],
         axis=1,
     )
+
+
+def authors_pivots(model, sentences, pooling):
+    """`Loss.forward`'s `pooled`: SG-BERT's pooling (tests/authors_references.py)
+    of the frozen copy's every layer, `(batch, layers, hidden)`."""
+    features = model.preprocessor(sentences)
+    states = kcse.models.hidden_states_model(model.fixed_backbone)(features)
+    stacked = np.stack([np.asarray(s) for s in states["hidden_states"]], axis=1)
+    return sg_bert_pooling(stacked, features["padding_mask"], pooling)
 
 
 def numpy_head(model, vectors):
@@ -111,6 +126,87 @@ def test_fit_loss_equals_sg_bert_loss_with_its_regulariser():
         np.testing.assert_allclose(history.history["loss"][0], expected, rtol=1e-5)
 
 
+ONE_PIVOT_LOSSES = {
+    "opt1": sg_bert_ntxent_loss_opt1,
+    # The paper's L^opt2: every h_j a negative (the authors' slice drops one).
+    "opt2": lambda c, h, t: sg_bert_ntxent_loss_opt2(c, h, t, first_negative=len(c) - 1),
+    "base": sg_bert_ntxent_loss_original,
+}
+
+
+@pytest.mark.parametrize("variant", sorted(ONE_PIVOT_LOSSES))
+@pytest.mark.parametrize("pooling", ["mean", "max"])
+def test_ablation_fit_loss_equals_sg_berts(variant, pooling):
+    """Reference: galsang/SG-BERT loss.py, `Loss.forward` with `obj` SG,
+    OPT1 or OPT2 and `pooling2` mean or max: the [CLS] vector and one
+    layer's pooled states (numpy `Loss.mean_pooling`/`max_pooling`) through
+    the head into `NTXentLossOriginal`/`Opt1`/`Opt2`, transcribed in
+    tests/authors_references.py. `pivot_layers=(2, 3)` keeps one layer (the
+    last block), so the authors' `randint(lmin, lmax)` can only draw it."""
+    model = make_sg_opt(variant=variant, pivot_pooling=pooling, pivot_layers=(2, 3),
+                        regularization=0.0)
+    cls = numpy_head(model, model.encoder.predict(SENTENCES, verbose=0))
+    pooled = numpy_head(model, authors_pivots(model, SENTENCES, pooling)[:, 2])
+    expected = ONE_PIVOT_LOSSES[variant](cls, pooled, 0.05)
+    history = model.fit(SENTENCES, batch_size=8, shuffle=False, verbose=0)
+    np.testing.assert_allclose(history.history["loss"][0], expected, rtol=1e-5)
+
+
+def test_max_pooled_pivots_of_some_layers_without_the_head_equal_sg_berts():
+    """Reference as above, with `obj="SG-OPT"`, `pooling2="max"`, `lmin=1`,
+    `lmax=3` (the first two blocks) and the vectors not projected (the
+    paper's "− projection head" row): `NTXentLoss` on [CLS] and the pooled
+    states as they are."""
+    model = make_sg_opt(pivot_pooling="max", pivot_layers=(1, 3), projection=False,
+                        regularization=0.0)
+    assert model.projection is None
+    features = model.preprocessor(SENTENCES)
+    cls = model.encoder.predict(SENTENCES, verbose=0)
+    pooled = authors_pivots(model, SENTENCES, "max")[:, 1:3]
+    np.testing.assert_allclose(
+        np.asarray(model(features)), np.concatenate([cls[:, None], pooled], 1), atol=1e-5)
+    expected = sg_bert_ntxent_loss(cls, pooled, 0.05)
+    history = model.fit(SENTENCES, batch_size=8, shuffle=False, verbose=0)
+    np.testing.assert_allclose(history.history["loss"][0], expected, rtol=1e-5)
+
+
+def test_one_pivot_variants_draw_a_layer_uniformly_among_the_kept_ones():
+    """The authors draw `torch.randint(lmin, lmax, (batch_size,))`: each
+    sentence's layer uniform over the kept layers, anew each step. Layers
+    1 and 2 of the tiny model's 0..2 kept, their pivots filled with the
+    layer's number; 6,000 draws in three steps of 2,000 rows; each count
+    within 5 sampling sigmas of 3,000, and never layer 0."""
+    model = make_sg_opt(variant="opt1", pivot_layers=(1, 3), seed=3)
+    rows = 2000
+    pivots = keras.ops.convert_to_tensor(
+        np.broadcast_to(np.array([1.0, 2.0], "float32")[None, :, None], (rows, 2, 2))
+    )
+
+    def draw(sampler_model):
+        return np.asarray(sampler_model.one_layer_per_sentence(pivots))[:, 0, 0]
+
+    drawn = np.concatenate([draw(model) for _ in range(3)])
+    counts = {layer: int(np.sum(drawn == layer)) for layer in (1.0, 2.0)}
+    assert sum(counts.values()) == 3 * rows, counts
+    sigma = np.sqrt(3 * rows * 0.5 * 0.5)
+    assert all(abs(count - 1.5 * rows) < 5 * sigma for count in counts.values()), counts
+    assert not np.array_equal(drawn[:rows], drawn[rows:2 * rows])  # Anew each step.
+    again = make_sg_opt(variant="opt1", pivot_layers=(1, 3), seed=3)
+    np.testing.assert_array_equal(draw(again), drawn[:rows])  # The same seed.
+
+
+def test_bad_options_are_refused_when_built():
+    with pytest.raises(ValueError, match=r"pivot_layers must be \(first, stop\) with "
+                                         r"0 <= first < stop <= 3"):
+        make_sg_opt(pivot_layers=(2, 4))
+    with pytest.raises(ValueError, match=r"got \(2, 2\)"):
+        make_sg_opt(pivot_layers=(2, 2))
+    with pytest.raises(ValueError, match="pivot_pooling must be one of mean, max"):
+        make_sg_opt(pivot_pooling="cls")
+    with pytest.raises(ValueError, match="variant must be one of"):
+        make_sg_opt(variant="opt4")
+
+
 def test_projection_head_init_matches_sg_bert():
     """galsang/SG-BERT loss.py initialises both head Linears with
     `weight.normal_(0, initializer_range)` (0.02 for BERT) and zero bias.
@@ -157,12 +253,16 @@ def test_fixed_copy_and_embeddings_stay_frozen():
     )
 
 
-def test_mirrored_step_with_moved_weights_equals_single_step(two_cpu_strategy):
+@pytest.mark.parametrize("options", [{}, {"variant": "base", "pivot_layers": (2, 3)}],
+                         ids=["opt3", "base"])
+def test_mirrored_step_with_moved_weights_equals_single_step(two_cpu_strategy, options):
     """One step under MirroredStrategy (2 replicas) equals one step on one
     device (≤ 1e-5, every weight: BERT_T, BERT_F and the head) from
     θ_T ≠ θ_F, where the regulariser's gradient 2λ(θ_T − θ_F) is not zero:
     every replica computes the regulariser in full, so without the division
-    by the replica count its gradient would count twice.
+    by the replica count its gradient would count twice. L^base gathers
+    both the sentence vectors and the pivots of the other replica (one
+    layer kept, so that no draw differs between the runs).
 
     The rate is lower than elsewhere: the tiny head's outputs are small
     (normal(0, 0.02) weights, width 16), so the cosine gradients move its
@@ -174,7 +274,7 @@ def test_mirrored_step_with_moved_weights_equals_single_step(two_cpu_strategy):
     initial = make_sg_opt().encoder.get_weights()
 
     def make_moved():
-        model = make_sg_opt(initial, learning_rate=0.01)
+        model = make_sg_opt(initial, learning_rate=0.01, **options)
         move_tuned_weights(model)
         return model
 
@@ -233,3 +333,9 @@ def test_config_round_trip():
     assert (restored.projection_dim, restored.temperature, restored.regularization) == (
         16, 0.05, 0.1
     )
+    options = dict(variant="base", pivot_pooling="max", pivot_layers=(1, 3),
+                   projection=False, seed=5)
+    restored = kcse.SGOpt.from_config(make_sg_opt(**options).get_config())
+    assert {name: getattr(restored, name) for name in options if name != "projection"} == {
+        name: value for name, value in options.items() if name != "projection"}
+    assert restored.projection is None
