@@ -245,8 +245,10 @@ def run_cell(spec, encoder, pooling, task, data, raw_vectors, protocol, seeds,
 
     runs, error, trained_vectors = [], None, None
     # A task without the data the method trains on (stsb-multi-mt languages
-    # without a train split) has no c.
-    untrained = method.missing_training_data(data, protocol)
+    # without a train split), or a model the method cannot train (SG-OPT's
+    # --pivot-layers beyond its layers), has no c.
+    untrained = (method.missing_training_data(data, protocol)
+                 or method.encoder_problem(encoder))
     reports = None
     if diagnostics:
         restore_weights()

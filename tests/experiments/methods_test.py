@@ -6,6 +6,7 @@ import pytest
 import kcse
 from kcse.data import SentencePairs
 from kcse.experiments import methods
+from kcse.experiments import protocols
 from kcse.experiments.methods.sup_simcse import labelled_pair_triplets
 from tiny_grid import cell_of
 from tiny_grid import plant_sentinels
@@ -57,6 +58,50 @@ def test_recipe_trains_its_method_on_the_shared_grid(name, tiny_setup, capsys):
     assert "Su Jianlin's published" not in first  # Su's table is SimCSE's.
     run(name, tmp_path, model, *extra)
     assert "1 cell(s) with these settings already in" in capsys.readouterr().out
+
+
+def test_sg_opt_ablation_flags_build_the_objective_and_name_the_cell(tiny_setup, capsys):
+    """SG-OPT's ablation flags reach `kcse.SGOpt` and the cell's settings
+    (so they are part of its identity); a layer range beyond the model
+    leaves c out with the reason; a malformed one is refused in one line."""
+    tmp_path, model = tiny_setup
+    flags = ["--projection-dim", "32", "--sg-loss", "base", "--pivot-pooling", "max",
+             "--pivot-layers", "1,3", "--no-projection-head"]
+    run("sg_opt", tmp_path, model, *flags)
+    [cell] = json.loads((tmp_path / "sg_opt" / "results.json").read_text())["cells"].values()
+    assert {name: cell["settings"][name] for name in
+            ("sg_loss", "pivot_pooling", "pivot_layers", "projection_head")} == {
+        "sg_loss": "base", "pivot_pooling": "max", "pivot_layers": [1, 3],
+        "projection_head": False}
+    assert np.isfinite(cell["trained"]["test"]["spearman"])
+
+    # The tiny model has the embeddings and 2 blocks: layers 0..2.
+    run("sg_opt", tmp_path, model, "--projection-dim", "32", "--pivot-layers", "1,4")
+    cells = json.loads((tmp_path / "sg_opt" / "results.json").read_text())["cells"]
+    [beyond] = [c for c in cells.values() if c["settings"].get("pivot_layers") == [1, 4]]
+    assert beyond["trained"] is None and "--pivot-layers 1,4: the model has 3 layers" in (
+        beyond["untrained"])
+    assert beyond["whitening"] is not None  # a and b stay.
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        run("sg_opt", tmp_path, model, "--pivot-layers", "3,1")
+    assert exit_info.value.code == 2
+    [line] = [line for line in capsys.readouterr().err.splitlines() if line.strip()][-1:]
+    assert "--pivot-layers" in line and "0 <= FIRST < STOP" in line
+
+
+def test_sg_opt_method_builds_the_objective_it_records():
+    method = methods.SGOptMethod(64, 0.2, "opt1", "max", (0, 2), False)
+    encoder = kcse.SentenceEncoder(
+        kcse.models.BertBackbone(vocabulary_size=10, num_layers=2, num_heads=2,
+                                 hidden_dim=8, intermediate_dim=16),
+        None, pooling="cls")
+    sg_opt = method.objective(encoder, protocols.PROTOCOLS["su"])
+    assert (sg_opt.projection_dim, sg_opt.regularization, sg_opt.variant,
+            sg_opt.pivot_pooling, sg_opt.pivot_layers, sg_opt.projection) == (
+        64, 0.2, "opt1", "max", (0, 2), None)
+    assert methods.SGOptMethod().settings() == {
+        "method": "sg_opt", "projection_dim": 4096, "regularization": 0.1}  # Older cells.
 
 
 def test_supervised_simcse_reads_train_labels_only(tiny_setup, monkeypatch):
@@ -154,7 +199,6 @@ def test_consert_defaults_are_its_scripts(tmp_path):
     feature cutoff 0.1 / shuffle in the second stage.
     """
     from kcse.experiments import command_line
-    from kcse.experiments import protocols
 
     parser = command_line.comparison_parser("doc\n\nmore", "out")
     command_line.add_method_arguments(parser, ["consert"])
@@ -200,7 +244,6 @@ def test_consert_recipe_refuses_bad_arguments(arguments, message, capsys):
 
 def test_protocol_takes_the_method_defaults_then_the_flags():
     from kcse.experiments import command_line
-    from kcse.experiments import protocols
 
     parser = command_line.comparison_parser("doc\n\nmore", "out")
     args = parser.parse_args(["--protocol", "clean", "--batch-size", "8",

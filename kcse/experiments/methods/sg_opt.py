@@ -1,8 +1,26 @@
 """SG-OPT (Kim et al., 2021): self-guided contrastive learning."""
 
+import argparse
+
 from kcse import arguments
 from kcse.experiments.methods.method import Flag
 from kcse.experiments.methods.method import Method
+from kcse.layers.pooling_rules import PIVOT_POOLINGS
+from kcse.losses.self_guided_variants import VARIANTS
+
+
+def layer_range(text):
+    """An argparse type: `FIRST,STOP` with 0 <= FIRST < STOP, as a tuple."""
+    parts = arguments.comma_list(text)
+    try:
+        first, stop = (int(part) for part in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected FIRST,STOP (two whole numbers); got {text!r}") from None
+    if not 0 <= first < stop:
+        raise argparse.ArgumentTypeError(
+            f"expected 0 <= FIRST < STOP (layer 0 is the embeddings); got {text!r}")
+    return first, stop
 
 
 class SGOptMethod(Method):
@@ -11,6 +29,8 @@ class SGOptMethod(Method):
     Args:
         projection_dim: width of the projection head.
         regularization: λ on Σ‖θ_T − θ_F‖².
+        variant, pivot_pooling, pivot_layers, projection: the ablation's
+            choices, as `kcse.SGOpt` takes them.
     """
 
     name = "sg_opt"
@@ -24,25 +44,62 @@ class SGOptMethod(Method):
              help="width of the projection head (4096)"),
         Flag("--regularization", type=arguments.non_negative_number, default=0.1,
              help="λ on Σ‖θ_T − θ_F‖² (0.1)"),
+        Flag("--sg-loss", choices=VARIANTS, default="opt3",
+             help="SG-OPT's loss, opt3, or one of its ablation's: opt2, opt1, "
+             "base (SG); these three compare each sentence with one layer's pivot, "
+             "drawn uniformly each step"),
+        Flag("--pivot-pooling", choices=PIVOT_POOLINGS, default="mean",
+             help="pooling of a layer's tokens into a pivot (mean)"),
+        Flag("--pivot-layers", type=layer_range, metavar="FIRST,STOP",
+             help="only the layers FIRST..STOP-1 give pivots, 0 being the "
+             "embeddings (default: all; the authors' lmin, lmax)"),
+        Flag("--projection-head", action=argparse.BooleanOptionalAction, default=True,
+             help="pass the vectors through the projection head (default: yes)"),
     )
 
-    def __init__(self, projection_dim=4096, regularization=0.1, rematerialize=False):
+    def __init__(self, projection_dim=4096, regularization=0.1, variant="opt3",
+                 pivot_pooling="mean", pivot_layers=None, projection=True,
+                 rematerialize=False):
         super().__init__(rematerialize)
         self.projection_dim = projection_dim
         self.regularization = regularization
+        self.variant = variant
+        self.pivot_pooling = pivot_pooling
+        self.pivot_layers = None if pivot_layers is None else tuple(pivot_layers)
+        self.projection = projection
 
     @classmethod
     def from_args(cls, args, rematerialize=False):
-        return cls(args.projection_dim, args.regularization, rematerialize)
+        return cls(args.projection_dim, args.regularization, args.sg_loss,
+                   args.pivot_pooling, args.pivot_layers, args.projection_head,
+                   rematerialize)
+
+    def encoder_problem(self, encoder):
+        layers = encoder.backbone.num_layers + 1
+        if self.pivot_layers is not None and self.pivot_layers[1] > layers:
+            first, stop = self.pivot_layers
+            return (f"--pivot-layers {first},{stop}: the model has {layers} layers "
+                    f"(the embeddings and {layers - 1} blocks), so STOP is at most {layers}")
+        return None
 
     def objective(self, encoder, protocol):
         from kcse.objectives.sg_opt import SGOpt
 
         return SGOpt(encoder, self.projection_dim, protocol.temperature,
-                     self.regularization, rematerialize=self.rematerialize)
+                     self.regularization, variant=self.variant,
+                     pivot_pooling=self.pivot_pooling, pivot_layers=self.pivot_layers,
+                     projection=self.projection, rematerialize=self.rematerialize)
 
     def settings(self):
+        ablation = {  # Only where not SG-OPT's: cells before these options stay valid.
+            name: value for name, value, default in (
+                ("sg_loss", self.variant, "opt3"),
+                ("pivot_pooling", self.pivot_pooling, "mean"),
+                ("pivot_layers", self.pivot_layers and list(self.pivot_layers), None),
+                ("projection_head", self.projection, True),
+            ) if value != default
+        }
         return super().settings() | {
             "projection_dim": self.projection_dim,
             "regularization": self.regularization,
-        }
+        } | ablation
