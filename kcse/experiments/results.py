@@ -125,7 +125,8 @@ class ResultStore:
          "trained": {"<split>": {"spearman", "spearman_std", "pearson",
                                  "pearson_std", "n", "runs"}} or null,
                                             # mean and sample std over seeds
-         "untrained": str or null,          # why there is no c (no data)
+         "untrained": str or null,          # why there is no c (no data; a model
+                                            # the method cannot train)
          "diagnostics": {"raw": {...}, "trained": {...} or null},
                                             # with --diagnostics only:
                                             # kcse.evaluation.anisotropy_report
