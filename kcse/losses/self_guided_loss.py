@@ -9,6 +9,16 @@ from kcse.losses.label_free_loss import LabelFreeLoss
 from kcse.losses.self_guided_variants import VARIANTS
 
 
+def own_rows(batch, offset, total):
+    """`(batch, total)` booleans: row i of this replica's batch is row
+    `offset + i` of the gathered global batch."""
+    rows = ops.arange(batch, dtype="int32") + offset
+    return ops.equal(
+        ops.expand_dims(rows, 1),
+        ops.expand_dims(ops.arange(total, dtype="int32"), 0),
+    )
+
+
 @keras.saving.register_keras_serializable(package="kcse")
 class SelfGuidedLoss(LabelFreeLoss):
     """SG-OPT's losses (Kim et al., ACL 2021): L^opt3, and L^base, L^opt1 and
@@ -60,6 +70,10 @@ class SelfGuidedLoss(LabelFreeLoss):
     # All vectors equal: each positive against the 3 · 13 other sentences' pivots.
     same = np.ones((4, 1 + 13, 32), "float32")
     float(kcse.losses.SelfGuidedLoss()(None, same))  # 3.689 = ln(1 + 39)
+
+    # The ablation's L^opt2: each sentence vector with one pivot, against
+    # all 4 pivots: ln 4.
+    float(kcse.losses.SelfGuidedLoss(variant="opt2")(None, same[:, :2]))  # 1.386
     ```
     """
 
@@ -101,11 +115,7 @@ class SelfGuidedLoss(LabelFreeLoss):
         batch, total = ops.shape(pivots)[0], ops.shape(keys)[0]
         # logits[i, m, n] = cos(c_i, h_{m,n}) / τ.
         logits = ops.einsum("id,mnd->imn", sentences, keys) / self.temperature
-        rows = ops.arange(batch, dtype="int32") + offset
-        own = ops.equal(
-            ops.expand_dims(rows, 1),
-            ops.expand_dims(ops.arange(total, dtype="int32"), 0),
-        )
+        own = own_rows(batch, offset, total)
         positives = ops.einsum("id,ind->in", sentences, pivots) / self.temperature
         others = ops.where(ops.expand_dims(own, -1), -1e9, logits)
         negatives = ops.logsumexp(ops.reshape(others, (batch, -1)), axis=-1)
@@ -117,11 +127,7 @@ class SelfGuidedLoss(LabelFreeLoss):
         """L^opt2, L^opt1 or L^base of each sentence, with its pivot h_i."""
         all_pivots, offset, replicas = gather_across_replicas(pivots)
         batch, total = ops.shape(pivots)[0], ops.shape(all_pivots)[0]
-        rows = ops.arange(batch, dtype="int32") + offset
-        own = ops.equal(
-            ops.expand_dims(rows, 1),
-            ops.expand_dims(ops.arange(total, dtype="int32"), 0),
-        )
+        own = own_rows(batch, offset, total)
 
         def logits(anchors, keys, leave_out_own=False):
             values = ops.matmul(anchors, ops.transpose(keys)) / self.temperature
