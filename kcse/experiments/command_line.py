@@ -458,13 +458,23 @@ def finished_cells(output):
 
 
 def run_recipe(prog, args, method_name):
-    """`recipe_main`'s work once the arguments are checked."""
+    """`recipe_main`'s work once the arguments are checked; returns the
+    `ResultStore` (exit 1 after the grid when cells failed)."""
+    store, keys = run_grids(prog, [args], method_name)[0]
+    exit_for_failed_cells(prog, store, keys)
+    return store
+
+
+def run_grids(prog, runs, method_name):
+    """Starts TensorFlow once, then runs the grid of each checked argument
+    namespace of `runs` with `method_name`'s method (a sweep's values);
+    returns their `(store, keys)`. A bad input exits 2 with one line."""
     from kcse.tensorflow_start import start_tensorflow
 
     arguments.one_line_warnings(prog)
-    start_tensorflow(args.verbose)
+    start_tensorflow(runs[0].verbose)
     try:
-        start_distributed(args)
+        start_distributed(runs[0])
     except arguments.UsageError as error:
         print(f"{prog}: error: {error}", file=sys.stderr)
         sys.exit(2)
@@ -472,14 +482,26 @@ def run_recipe(prog, args, method_name):
     from kcse.experiments.methods import method_from_args
 
     try:
-        method = method_from_args(method_name, args)
+        methods = [method_from_args(method_name, args) for args in runs]
     except (OSError, ValueError) as error:  # The contents of --nli.
         print(f"{prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
         sys.exit(2)
     with keeping_dtype_policy():
-        print(start_speed(args))  # Before any model is built.
+        print(start_speed(runs[0]))  # Before any model is built.
         try:
-            return comparison.run_comparison(args, method)
+            return [comparison.run_comparison(args, method)
+                    for args, method in zip(runs, methods)]
         except comparison.ComparisonError as error:
             print(f"{prog}: error: {error}", file=sys.stderr)
             sys.exit(error.exit_code)
+
+
+def exit_for_failed_cells(prog, store, keys):
+    """Exit 1 with one line naming each failed cell of `keys`, if any."""
+    from kcse.experiments import comparison
+
+    try:
+        comparison.check_cells(store, keys)
+    except comparison.CellsFailed as error:
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        sys.exit(error.exit_code)

@@ -95,10 +95,10 @@ def run_comparison(args, method=None, log=print):
     The method's `protocol_defaults` (e.g. ConSERT's temperature 0.1) apply
     before the user's flags. The models compute in Keras' global dtype
     policy, which `recipe_main` sets from `--precision`
-    (`command_line.start_speed`) before calling this. Returns the `ResultStore`; raises
+    (`command_line.start_speed`) before calling this. Raises
     `ComparisonError` (one line) for inputs it cannot use, before any model
-    is loaded, and `CellsFailed` when cells failed (after the others ran and
-    were saved).
+    is loaded. Returns `(store, keys)`: the keys of the grid's cells, which
+    may have failed (`check_cells`).
     """
     method = method or SimCSEMethod()
     protocol = protocol_from_args(args, method)
@@ -162,10 +162,15 @@ def run_comparison(args, method=None, log=print):
         log(published_reference(args.tasks))
     log(f"wrote {store.json_path} and {store.markdown_path} "
         f"({time.time() - start:.0f} s)")
+    return store, keys
+
+
+def check_cells(store, keys):
+    """Raises `CellsFailed` (one line naming each cell and its reason) if a
+    cell of `keys` in `store` failed."""
     failed = [key for key in keys if store.cells[key]["status"] == FAILED]
     if failed:
         raise CellsFailed(
             f"{len(failed)} cell(s) failed: " + "; ".join(
                 f"{key}: {store.cells[key]['error']}" for key in failed)
         )
-    return store
