@@ -489,7 +489,8 @@ def run_grids(prog, runs, method_name):
     with keeping_dtype_policy():
         print(start_speed(runs[0]))  # Before any model is built.
         try:
-            return [comparison.run_comparison(args, method)
+            raw_cache = {}  # The raw vectors, encoded once for every run.
+            return [comparison.run_comparison(args, method, raw_cache=raw_cache)
                     for args, method in zip(runs, methods)]
         except comparison.ComparisonError as error:
             print(f"{prog}: error: {error}", file=sys.stderr)

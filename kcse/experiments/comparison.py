@@ -89,7 +89,7 @@ def check_scored_splits(data):
                     f"({split} here)") from None
 
 
-def run_comparison(args, method=None, log=print):
+def run_comparison(args, method=None, log=print, raw_cache=None):
     """Runs the grid `args` describe with `method` (default: SimCSE).
 
     The method's `protocol_defaults` (e.g. ConSERT's temperature 0.1) apply
@@ -97,7 +97,7 @@ def run_comparison(args, method=None, log=print):
     policy, which `recipe_main` sets from `--precision`
     (`command_line.start_speed`) before calling this. Raises
     `ComparisonError` (one line) for inputs it cannot use, before any model
-    is loaded. Returns `(store, keys)`: the keys of the grid's cells, which
+    is loaded. `raw_cache`: `grid.run_grid`'s. Returns `(store, keys)`: the keys of the grid's cells, which
     may have failed (`check_cells`).
     """
     method = method or SimCSEMethod()
@@ -152,6 +152,7 @@ def run_comparison(args, method=None, log=print):
             log=log, method=method, seeds=args.seeds,
             diagnostics=getattr(args, "diagnostics", False),
             postprocess=getattr(args, "postprocess", ("whitening",)),
+            raw_cache=raw_cache,
         )
     except model_sources.SequenceLengthError as error:
         raise ComparisonError(f"{error}: give --max-length (PAWSX: --long-max-length) "

@@ -341,7 +341,8 @@ def resolve_models(models, checkpoint_root=None):
 
 def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
              strategy=None, checkpoint_root=None, plot_dir=None, log=print,
-             method=None, seeds=1, diagnostics=False, postprocess=("whitening",)):
+             method=None, seeds=1, diagnostics=False, postprocess=("whitening",),
+             raw_cache=None):
     """Runs every cell not already in `store`, printing a line per cell.
 
     `models` are names for `resolve_model` or `ModelSpec`s;
@@ -367,7 +368,10 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
     training: `"whitening"` (column b, always) and `"flow"` (BERT-flow).
     The models are built under Keras' global dtype policy (the recipes'
     `--precision`), whose precision is a setting of every cell unless it
-    is float32 (`kcse.precision.precision_of()`).
+    is float32 (`kcse.precision.precision_of()`). `raw_cache`, a dict the
+    caller keeps across grids of other settings (a sweep's values), holds
+    the raw vectors by model, data, pooling, length and precision, so each
+    is encoded once.
 
     Returns the keys of this grid's cells (in `store.cells`), in order.
     """
@@ -403,6 +407,7 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
                               for pairs in splits.values()])
         for task, splits in data.items()
     }
+    raw_cache = {} if raw_cache is None else raw_cache
     cells = {}
     for spec in specs:
         for task in tasks:
@@ -455,9 +460,20 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
                 pooling: SentenceEncoder(backbone, preprocessor, pooling=pooling)
                 for _, pooling, _ in runnable
             }
-            raw_vectors = encode_splits(
-                EveryPooling(encoders), preprocessor, data[task], spec.prefix, 64
-            )
+            # What the raw vectors depend on: weights, data, pooling, length
+            # and precision (the method and its settings do not touch them).
+            raw_keys = {pooling: (content_digest(spec.identity()), data_digest, pooling,
+                                  preprocessor.sequence_length, precision)
+                        for _, pooling, data_digest in runnable}
+            missing = [pooling for pooling, raw_key in raw_keys.items()
+                       if raw_key not in raw_cache]
+            if missing:
+                encoded = encode_splits(
+                    EveryPooling({pooling: encoders[pooling] for pooling in missing}),
+                    preprocessor, data[task], spec.prefix, 64,
+                )
+                raw_cache.update({raw_keys[pooling]: encoded[pooling] for pooling in missing})
+            raw_vectors = {pooling: raw_cache[raw_key] for pooling, raw_key in raw_keys.items()}
         for key, pooling, data_digest in runnable:
             if not store.claim(key):  # Another run computes it, or did.
                 log(f"{key}: {'finished' if store.finished(key) else 'being computed'} "

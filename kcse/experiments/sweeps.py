@@ -3,7 +3,8 @@
 A sweep runs the comparison grid of `recipes/consert.py` once per value of
 one setting, every other setting as the flags give it, all into one
 results folder: results.json keys each cell by its settings, so the values
-sit side by side and a rerun skips the cells already computed. Then it
+sit side by side and a rerun skips the cells already computed; the raw
+vectors, which no value changes, are encoded once. Then it
 writes `ablation_<sweep>.md`: per model and pooling, a row per value with
 column c (Spearman ×100 on the reported split) per task and their average,
 under the untrained a and b, which no value changes. The `views` sweep also
@@ -18,7 +19,8 @@ The sweeps (`SWEEPS`), from ConSERT's paper (Yan et al., 2021; seed
   names others (`feature_cutoff:0.2`). ConSERT's loss is symmetric in its
   two views, so each unordered pair is trained once and fills both of its
   heatmap cells.
-- `temperature`: NT-Xent's τ (Figure 7; ConSERT's best 0.1).
+- `temperature`: NT-Xent's τ (Figure 7; ConSERT's best 0.1; the default
+  values are kcse's, around it).
 - `batch-size`: Table 4's sizes, 16, 48, 96, 192, 288.
 - `sentences`: training sentences per task, the few-shot setting (ConSERT
   reports results comparable to the full data from 1,000).
@@ -99,7 +101,8 @@ SWEEPS = {sweep.name: sweep for sweep in (
     Sweep("views", "--views", "none,shuffle,token_cutoff,feature_cutoff,dropout",
           view_pairs, "Figure 5, every pair of data augmentations"),
     Sweep("temperature", "--temperature", "0.01,0.05,0.1,0.2,0.5",
-          _numbers(arguments.positive_number), "Figure 7, NT-Xent's temperature"),
+          _numbers(arguments.positive_number),
+          "Figure 7, NT-Xent's temperature (kcse's values around ConSERT's best, 0.1)"),
     Sweep("batch-size", "--batch-size", "16,48,96,192,288",
           _numbers(arguments.integer(minimum=2)), "Table 4, batch sizes"),
     Sweep("sentences", "--sentences", "100,1000,10000",

@@ -4,6 +4,7 @@ import math
 import pytest
 
 from kcse import arguments
+from kcse.experiments import grid
 from kcse.experiments.sweeps import SWEEPS
 from kcse.experiments.sweeps import heatmap_matrix
 from kcse.experiments.sweeps import sweep_runs
@@ -23,8 +24,17 @@ def views_sweep(tmp_path_factory, shared_data):
             "--models", model, "--tasks", "STS-B", "--poolings", "P1",
             "--data-dir", str(tmp_path / "data"), "--output", str(tmp_path / "out"),
             "--sentences", "64", "--batch-size", "16", "--learning-rate", "1e-3"]
-    consert_ablations.main(argv)
-    return tmp_path, argv
+    raw_encodings = []
+    encode_splits = grid.encode_splits
+    with pytest.MonkeyPatch.context() as patch:
+        def counting(model, preprocessor, data, prefix, batch_size, *splits):
+            if not splits:  # The raw vectors: every split.
+                raw_encodings.append(model)
+            return encode_splits(model, preprocessor, data, prefix, batch_size, *splits)
+
+        patch.setattr(grid, "encode_splits", counting)
+        consert_ablations.main(argv)
+    return tmp_path, argv, raw_encodings
 
 
 def table_rows(text):
@@ -33,7 +43,8 @@ def table_rows(text):
 
 
 def test_views_sweep_writes_each_pairs_trained_cell(views_sweep):
-    tmp_path, _ = views_sweep
+    tmp_path, _, raw_encodings = views_sweep
+    assert len(raw_encodings) == 1  # The three values share the raw vectors.
     cells = json.loads((tmp_path / "out" / "results.json").read_text())["cells"].values()
     # The grid's own cells, one per unordered pair, told apart by their settings.
     by_pair = {tuple(cell["settings"]["views"]["unsup"]): cell for cell in cells}
@@ -53,7 +64,7 @@ def test_views_sweep_writes_each_pairs_trained_cell(views_sweep):
 
 
 def test_a_rerun_of_the_sweep_trains_nothing(views_sweep, capsys):
-    _, argv = views_sweep
+    _, argv, _ = views_sweep
     consert_ablations.main(argv)
     printed = capsys.readouterr().out
     assert printed.count("already in") == 3 and "[1/" not in printed
