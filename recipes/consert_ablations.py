@@ -10,7 +10,7 @@ Figure 5 as `ablation_views_<model>_<pooling>_<task>.png`):
 - temperature: 0.01, 0.05, 0.1, 0.2, 0.5 (Figure 7);
 - batch-size: 16, 48, 96, 192, 288 (Table 4);
 - sentences: 100, 1000, 10000 training sentences per task (few-shot);
-- nli-features: the NLI head with and without max(r1, r2)² (the supervised
+- nli-max-square: the NLI head with and without max(r1, r2)² (the supervised
   modes, `--mode joint --nli FILE`).
 
     python recipes/consert_ablations.py --sweep views

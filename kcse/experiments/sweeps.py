@@ -24,9 +24,9 @@ The sweeps (`SWEEPS`), from ConSERT's paper (Yan et al., 2021; seed
 - `batch-size`: Table 4's sizes, 16, 48, 96, 192, 288.
 - `sentences`: training sentences per task, the few-shot setting (ConSERT
   reports results comparable to the full data from 1,000).
-- `nli-features`: the NLI head's input with and without ConSERT's
+- `nli-max-square`: the NLI head's input with and without ConSERT's
   max(r1, r2)² (the seed's Concat(r1, r2, |r1 − r2|) is SBERT's), in the
-  supervised modes.
+  supervised modes (`--mode joint --nli FILE`).
 
 Standard library only: the recipe checks its flags before TensorFlow starts.
 
@@ -97,6 +97,15 @@ def _numbers(kind):
     return parse
 
 
+def _yes_no(text):
+    answers = {"yes": True, "no": False}
+    values = arguments.comma_list(text)
+    unknown = [value for value in values if value not in answers]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"yes or no; got {', '.join(unknown)}")
+    return [answers[value] for value in values]
+
+
 SWEEPS = {sweep.name: sweep for sweep in (
     Sweep("views", "--views", "none,shuffle,token_cutoff,feature_cutoff,dropout",
           view_pairs, "Figure 5, every pair of data augmentations"),
@@ -108,9 +117,8 @@ SWEEPS = {sweep.name: sweep for sweep in (
     Sweep("sentences", "--sentences", "100,1000,10000",
           _numbers(arguments.positive_integer),
           "few-shot: training sentences per task"),
-    Sweep("nli-features", "--nli-features", "with_max_square,without_max_square",
-          arguments.comma_list,
-          "the NLI head with and without max(r1, r2)²"),
+    Sweep("nli-max-square", "--nli-max-square", "yes,no", _yes_no,
+          "the NLI head with and without max(r1, r2)² (the supervised modes)"),
 )}
 
 
@@ -123,9 +131,9 @@ def sweep_runs(args, sweep, values, default=None):
     """One argument namespace per value: `args` with the swept flag set.
 
     The swept flag itself given as well (not its `default`) is a
-    `UsageError`, as is a
-    `sentences` sweep over PAWSX, which Su's protocol trains on every
-    sentence of whatever `--sentences` says.
+    `UsageError`, as are a `sentences` sweep over PAWSX, which the
+    protocols train on every sentence whatever `--sentences` says, and a
+    sweep of the NLI head without an NLI stage.
     """
     if getattr(args, sweep.dest, None) != default:
         raise arguments.UsageError(
@@ -135,6 +143,10 @@ def sweep_runs(args, sweep, values, default=None):
         raise arguments.UsageError(
             "--sweep sentences: kcse's protocols train PAWSX on all its sentences (as Su) "
             "whatever --sentences says; leave PAWSX out of --tasks")
+    if sweep.name == "nli-max-square" and getattr(args, "mode", "unsup") == "unsup":
+        raise arguments.UsageError(
+            "--sweep nli-max-square varies the NLI head: give --mode sup, joint, "
+            "sup-unsup or joint-unsup with --nli FILE")
     runs = []
     for value in values:
         run = copy.copy(args)
@@ -147,6 +159,8 @@ def value_label(value):
     """A value as the table shows it: a view pair as `a + b`."""
     if isinstance(value, (list, tuple)):
         return " + ".join(value)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     return str(value)
 
 
@@ -315,9 +329,6 @@ def sweep_main(doc, output, argv=None):
     try:
         args = parser.parse_args(argv)
         sweep = SWEEPS[args.sweep]
-        if not any(sweep.flag in action.option_strings for action in parser._actions):
-            raise arguments.UsageError(
-                f"--sweep {sweep.name}: this kcse has no {sweep.flag} flag")
         try:
             values = sweep_values(sweep, args.values)
         except argparse.ArgumentTypeError as error:

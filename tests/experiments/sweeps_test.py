@@ -99,6 +99,9 @@ def test_values_parse_as_the_swept_flag():
     (["--sweep", "views", "--values", "none,none"], "a view is named twice"),
     (["--sweep", "views", "--values", "none,bogus"], "unknown view 'bogus'"),
     (["--sweep", "sentences", "--tasks", "PAWSX"], "leave PAWSX out of --tasks"),
+    (["--sweep", "nli-max-square"], "give --mode sup, joint"),
+    (["--sweep", "nli-max-square", "--mode", "joint", "--values", "yes,maybe"],
+     "yes or no; got maybe"),
 ])
 def test_bad_sweeps_stop_with_one_line(argv, message, tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
