@@ -5,6 +5,7 @@ from keras import ops
 
 from kcse.losses.simcse_loss import SimCSELoss
 from kcse.objectives.encoder_objective import EncoderObjective
+from kcse.objectives.heads import bert_dense
 
 
 @keras.saving.register_keras_serializable(package="kcse")
@@ -27,11 +28,22 @@ class SimCSE(EncoderObjective):
     Set the training dropout on the encoder (`hidden_dropout=0.3` for Su's
     setting).
 
+    `mlp_only_train=True` is the paper's unsupervised setting
+    (princeton-nlp/SimCSE, `--pooler_type cls --mlp_only_train`): in
+    training the sentence vectors pass through a new MLP, Dense + tanh of
+    the encoder's width (`MLPLayer`, drawn as BERT's `_init_weights`:
+    normal(0, 0.02), zero bias); the MLP belongs to this objective, not to
+    the encoder, which encodes, scores and saves without it (their
+    "cls_before_pooler"). The paper builds the encoder with
+    `pooling="cls"`.
+
     Args:
         encoder: a `kcse.SentenceEncoder`.
         temperature: float. 0.05 in SimCSE.
         negatives: `"both_views"` (2N−2 negatives, Su Jianlin / bojone) or
             `"cross_view"` (N−1, princeton-nlp).
+        mlp_only_train: bool. Whether the vectors pass through a new MLP
+            in training only (False).
 
     `fit` raises `ValueError` for a batch size below 2 (a lone sentence has
     no negatives) and leaves out a last in-memory batch of one sentence.
@@ -69,29 +81,43 @@ class SimCSE(EncoderObjective):
     in_batch_negatives = True
 
     def __init__(
-        self, encoder, temperature=0.05, negatives="both_views", **kwargs
+        self, encoder, temperature=0.05, negatives="both_views",
+        mlp_only_train=False, **kwargs
     ):
         super().__init__(encoder, **kwargs)
         self.temperature = temperature
         self.negatives = negatives
+        self.mlp_only_train = mlp_only_train
+        self.mlp = None
+        if mlp_only_train:
+            self.mlp = bert_dense(encoder.output_dim, "tanh", name="mlp")
+            self.mlp.build((None, encoder.output_dim))
         self.objective_loss = SimCSELoss(temperature, negatives)
 
     def call(self, inputs, training=None):
         if len(inputs["token_ids"].shape) == 3:  # Two text views per sentence.
-            return self.encode_columns(
+            views = self.encode_columns(
                 inputs, training, 2, "one sentence, or two text views of it"
             )
-        batch = ops.shape(inputs["token_ids"])[0]
-        doubled = {
-            key: ops.concatenate([value, value], axis=0)
-            for key, value in inputs.items()
-        }
-        vectors = self.encoder(doubled, training=training)
-        return ops.stack([vectors[:batch], vectors[batch:]], axis=1)
+        else:
+            batch = ops.shape(inputs["token_ids"])[0]
+            doubled = {
+                key: ops.concatenate([value, value], axis=0)
+                for key, value in inputs.items()
+            }
+            vectors = self.encoder(doubled, training=training)
+            views = ops.stack([vectors[:batch], vectors[batch:]], axis=1)
+        if self.mlp is None:
+            return views
+        return self.mlp(views)
 
     def get_config(self):
         config = super().get_config()
         config.update(
-            {"temperature": self.temperature, "negatives": self.negatives}
+            {
+                "temperature": self.temperature,
+                "negatives": self.negatives,
+                "mlp_only_train": self.mlp_only_train,
+            }
         )
         return config

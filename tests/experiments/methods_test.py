@@ -256,3 +256,24 @@ def test_protocol_takes_the_method_defaults_then_the_flags():
     assert default == protocols.with_overrides(
         protocols.PROTOCOLS["su"], max_sentences=500
     )
+
+
+def test_simcse_mlp_flag_builds_the_objective_it_records():
+    """`--mlp-only-train` reaches `kcse.SimCSE` and the cell's settings
+    (so its identity), where it is on only: cells from before stay valid."""
+    from kcse.experiments import command_line
+
+    parser = command_line.comparison_parser("doc\n\nmore", "out")
+    command_line.add_method_arguments(parser, ["simcse"])
+    assert "--mlp_only_train" in " ".join(parser.format_help().split())
+    encoder = kcse.SentenceEncoder(
+        kcse.models.BertBackbone(vocabulary_size=10, num_layers=1, num_heads=2,
+                                 hidden_dim=8, intermediate_dim=16),
+        None, pooling="cls")
+    method = methods.method_from_args("simcse", parser.parse_args(["--mlp-only-train"]))
+    assert method.settings() == {"method": "simcse", "mlp_only_train": True}
+    simcse = method.objective(encoder, protocols.PROTOCOLS["su"])
+    assert simcse.mlp_only_train and simcse.mlp.units == 8
+    plain = methods.method_from_args("simcse", parser.parse_args([]))
+    assert plain.settings() == {"method": "simcse"}
+    assert plain.objective(encoder, protocols.PROTOCOLS["su"]).mlp is None

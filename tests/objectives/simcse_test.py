@@ -16,15 +16,18 @@ from conftest import TINY_SENTENCES as SENTENCES
 from conftest import one_step
 from conftest import tiny_bert
 from conftest import tiny_preprocessor
+from princeton_simcse_reference import cl_forward_loss
+from princeton_simcse_reference import mlp_layer
 
 
-def make_simcse(weights=None, negatives="both_views", dropout=0.0, pooling="P3"):
+def make_simcse(weights=None, negatives="both_views", dropout=0.0, pooling="P3",
+                **options):
     encoder = kcse.SentenceEncoder(
         tiny_bert(dropout=dropout), tiny_preprocessor(), pooling=pooling
     )
     if weights is not None:
         encoder.set_weights(weights)
-    simcse = kcse.SimCSE(encoder, temperature=0.05, negatives=negatives)
+    simcse = kcse.SimCSE(encoder, temperature=0.05, negatives=negatives, **options)
     simcse.compile(optimizer=keras.optimizers.SGD(0.01))
     return simcse
 
@@ -172,11 +175,44 @@ def test_mirrored_strategy_with_a_partial_last_batch(two_cpu_strategy):
         np.testing.assert_allclose(a, b, atol=1e-5)
 
 
+def test_mlp_only_train_loss_is_princeton_cl_forward_with_the_mlp():
+    """Reference: princeton-nlp/SimCSE `simcse/models.py` `cl_forward` with
+    its `MLPLayer`, transcribed in torch (tests/princeton_simcse_reference.py),
+    on the encoder's vectors and the objective's MLP weights before the
+    step. P3 rather than the paper's P1: a random tiny BERT gives every
+    sentence nearly the same [CLS], which would leave the loss ln N with or
+    without the MLP; `cl_forward` applies the MLP to whatever is pooled.
+
+    The trained encoder, the one a cell scores and `kcse train` saves, has
+    the weights of an encoder built without the option and encodes without
+    the MLP (princeton's "cls_before_pooler"): the objective's views are
+    the MLP, Dense + tanh, of its vectors."""
+    simcse = make_simcse(negatives="cross_view", mlp_only_train=True)
+    kernel, bias = simcse.mlp.get_weights()
+    views = eval_views(simcse.encoder)
+    loss, _ = one_step(simcse, SENTENCES)
+    expected = cl_forward_loss(views, 0.05, mlp_layer(kernel, bias))
+    np.testing.assert_allclose(loss, expected, atol=1e-5)
+    assert abs(cl_forward_loss(views, 0.05) - expected) > 1e-3  # The MLP counts.
+
+    trained_kernel, trained_bias = simcse.mlp.get_weights()
+    assert np.abs(trained_kernel - kernel).max() > 0  # The MLP trains too.
+    plain = make_simcse().encoder
+    assert [w.shape for w in simcse.encoder.weights] == [w.shape for w in plain.weights]
+    vectors = simcse.encoder.predict(SENTENCES, verbose=0)
+    assert np.abs(vectors - eval_views(plain)[:, 0]).max() > 1e-4  # Trained.
+    trained_views = simcse(simcse.preprocessor(SENTENCES))
+    np.testing.assert_allclose(
+        trained_views[:, 0], np.tanh(vectors @ trained_kernel + trained_bias), atol=1e-5
+    )
+
+
 def test_config_round_trip():
-    simcse = make_simcse(negatives="cross_view")
+    simcse = make_simcse(negatives="cross_view", mlp_only_train=True)
     restored = kcse.SimCSE.from_config(simcse.get_config())
     assert restored.negatives == "cross_view"
     assert restored.temperature == 0.05
+    assert restored.mlp_only_train and restored.mlp is not None
     assert isinstance(restored.encoder, kcse.SentenceEncoder)
 
 

@@ -1,0 +1,50 @@
+"""princeton-nlp/SimCSE's training loss in torch: an independent reference.
+
+Transcribed from `simcse/models.py` (commit 49fa580): `MLPLayer`,
+`Similarity` and `cl_forward` for the unsupervised batch (two views per
+sentence, one device). It uses torch only, nothing of kcse, so a mistake in
+kcse cannot be copied into the expected value; kcse gives it only the pooled
+vectors and the weights to load.
+"""
+
+import numpy as np
+import torch
+from torch import nn
+
+
+class MLPLayer(nn.Module):
+    """`simcse/models.py` `MLPLayer`: Linear(hidden, hidden) + Tanh over [CLS]."""
+
+    def __init__(self, hidden_size):
+        super().__init__()
+        self.dense = nn.Linear(hidden_size, hidden_size)
+        self.activation = nn.Tanh()
+
+    def forward(self, features):
+        return self.activation(self.dense(features))
+
+
+def mlp_layer(kernel, bias):
+    """An `MLPLayer` holding a Keras Dense layer's `kernel` (in, out) and
+    `bias`, in float64 (torch's Linear weight is the kernel transposed)."""
+    mlp = MLPLayer(kernel.shape[0]).double()
+    with torch.no_grad():
+        mlp.dense.weight.copy_(torch.from_numpy(np.asarray(kernel, "float64").T))
+        mlp.dense.bias.copy_(torch.from_numpy(np.asarray(bias, "float64")))
+    return mlp
+
+
+def cl_forward_loss(pooler_output, temperature=0.05, mlp=None):
+    """`cl_forward`'s loss of `pooler_output` `(N, 2, hidden)` (the
+    `Pooler`'s output, views z1, z2), with `mlp` applied first where given
+    (`pooler_type == "cls"`, as in training whether or not
+    `mlp_only_train`): `cos_sim = Similarity(temp)(z1.unsqueeze(1),
+    z2.unsqueeze(0))`, `CrossEntropyLoss()(cos_sim, arange(N))`."""
+    pooler_output = torch.from_numpy(np.asarray(pooler_output, "float64"))
+    with torch.no_grad():
+        if mlp is not None:
+            pooler_output = mlp(pooler_output)
+        z1, z2 = pooler_output[:, 0], pooler_output[:, 1]
+        cos_sim = nn.CosineSimilarity(dim=-1)(z1.unsqueeze(1), z2.unsqueeze(0)) / temperature
+        labels = torch.arange(cos_sim.size(0)).long()
+        return float(nn.CrossEntropyLoss()(cos_sim, labels))
