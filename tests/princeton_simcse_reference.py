@@ -2,14 +2,18 @@
 
 Transcribed from `simcse/models.py` (commit 49fa580): `MLPLayer`,
 `Similarity` and `cl_forward` for the unsupervised batch (two views per
-sentence, one device). It uses torch only, nothing of kcse, so a mistake in
-kcse cannot be copied into the expected value; kcse gives it only the pooled
-vectors and the weights to load.
+sentence, one device), with its MLM branch on HF transformers' own
+`BertLMPredictionHead` (the head `BertForCL` builds for `--do_mlm`). It
+uses torch and transformers only, nothing of kcse, so a mistake in kcse
+cannot be copied into the expected value; kcse gives it only the pooled
+vectors, the encoder's states of the masked rows and the weights to load.
 """
 
 import numpy as np
 import torch
 from torch import nn
+from transformers import BertConfig
+from transformers.models.bert.modeling_bert import BertLMPredictionHead
 
 
 class MLPLayer(nn.Module):
@@ -48,3 +52,38 @@ def cl_forward_loss(pooler_output, temperature=0.05, mlp=None):
         cos_sim = nn.CosineSimilarity(dim=-1)(z1.unsqueeze(1), z2.unsqueeze(0)) / temperature
         labels = torch.arange(cos_sim.size(0)).long()
         return float(nn.CrossEntropyLoss()(cos_sim, labels))
+
+
+def lm_prediction_head(dense_kernel, dense_bias, gamma, beta, embeddings, output_bias,
+                       hidden_act="gelu"):
+    """transformers' `BertLMPredictionHead` (float64) holding Keras weights:
+    the transform's Dense (kernel (in, out)) and LayerNorm, the decoder =
+    the token embedding table `(vocab, hidden)`, and the output bias."""
+    vocabulary, hidden = np.shape(embeddings)
+    config = BertConfig(vocab_size=vocabulary, hidden_size=hidden, hidden_act=hidden_act,
+                        layer_norm_eps=1e-12)
+    head = BertLMPredictionHead(config).double()
+
+    def tensor(array):
+        return torch.from_numpy(np.asarray(array, "float64"))
+
+    with torch.no_grad():
+        head.transform.dense.weight.copy_(tensor(dense_kernel).T)
+        head.transform.dense.bias.copy_(tensor(dense_bias))
+        head.transform.LayerNorm.weight.copy_(tensor(gamma))
+        head.transform.LayerNorm.bias.copy_(tensor(beta))
+        head.decoder.weight.copy_(tensor(embeddings))
+        head.bias.copy_(tensor(output_bias))
+    return head
+
+
+def cl_forward_mlm_loss(last_hidden_state, mlm_labels, lm_head):
+    """`cl_forward`'s MLM branch: `prediction_scores = cls.lm_head(
+    mlm_outputs.last_hidden_state)`, `CrossEntropyLoss()(scores.view(-1,
+    vocab_size), mlm_labels.view(-1))` with the labels of unchosen tokens
+    -100 (the collator's `labels[~masked_indices] = -100`)."""
+    states = torch.from_numpy(np.asarray(last_hidden_state, "float64"))
+    labels = torch.from_numpy(np.asarray(mlm_labels, "int64"))
+    with torch.no_grad():
+        scores = lm_head(states)
+        return float(nn.CrossEntropyLoss()(scores.view(-1, scores.size(-1)), labels.view(-1)))

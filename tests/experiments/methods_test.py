@@ -8,6 +8,7 @@ from kcse.data import SentencePairs
 from kcse.experiments import methods
 from kcse.experiments import protocols
 from kcse.experiments.methods.sup_simcse import labelled_pair_triplets
+from conftest import tiny_preprocessor
 from tiny_grid import cell_of
 from tiny_grid import plant_sentinels
 from tiny_grid import recipe
@@ -258,14 +259,16 @@ def test_protocol_takes_the_method_defaults_then_the_flags():
     )
 
 
-def test_simcse_mlp_flag_builds_the_objective_it_records():
-    """`--mlp-only-train` reaches `kcse.SimCSE` and the cell's settings
-    (so its identity), where it is on only: cells from before stay valid."""
+def test_simcse_flags_build_the_objective_they_record():
+    """`--mlp-only-train` and `--mlm-weight` reach `kcse.SimCSE` and the
+    cell's settings (so its identity), where they are on only: cells from
+    before stay valid. An encoder MLM cannot train is a cell's reason."""
     from kcse.experiments import command_line
 
     parser = command_line.comparison_parser("doc\n\nmore", "out")
     command_line.add_method_arguments(parser, ["simcse"])
-    assert "--mlp_only_train" in " ".join(parser.format_help().split())
+    help_text = " ".join(parser.format_help().split())
+    assert "--mlp_only_train" in help_text and "--do_mlm --mlm_weight 0.1" in help_text
     encoder = kcse.SentenceEncoder(
         kcse.models.BertBackbone(vocabulary_size=10, num_layers=1, num_heads=2,
                                  hidden_dim=8, intermediate_dim=16),
@@ -277,3 +280,13 @@ def test_simcse_mlp_flag_builds_the_objective_it_records():
     plain = methods.method_from_args("simcse", parser.parse_args([]))
     assert plain.settings() == {"method": "simcse"}
     assert plain.objective(encoder, protocols.PROTOCOLS["su"]).mlp is None
+    assert plain.encoder_problem(encoder) is None
+
+    mlm = methods.method_from_args("simcse", parser.parse_args(["--mlm-weight", "0.1"]))
+    assert mlm.settings() == {"method": "simcse", "mlm_weight": 0.1}
+    assert mlm.encoder_problem(encoder) == (
+        "--mlm-weight 0.1: the MLM loss needs the encoder's preprocessor with a [MASK] "
+        "token; it has none")
+    encoder = kcse.SentenceEncoder(encoder.backbone, tiny_preprocessor(), pooling="cls")
+    assert mlm.encoder_problem(encoder) is None
+    assert mlm.objective(encoder, protocols.PROTOCOLS["su"]).mlm_weight == 0.1

@@ -63,7 +63,8 @@ class SimCSEMethod(Method):
     (`kcse.data.text_view_pairs`), and SimCSE contrasts the two views
     (dropout stays on); the prefix is added after the edit.
     `synonyms`: the table of `synonym_substitution`. `mlp_only_train`: the
-    paper's MLP over the vectors in training only (`kcse.SimCSE`).
+    paper's MLP over the vectors in training only; `mlm_weight`: the weight
+    of the auxiliary MLM loss, 0 for none (`kcse.SimCSE`).
     """
 
     name = "simcse"
@@ -85,12 +86,20 @@ class SimCSEMethod(Method):
              "only; the trained encoder has none (princeton-nlp/SimCSE train.py "
              "--mlp_only_train, their unsupervised setting with P1: "
              "simcse/models.py MLPLayer, cl_forward)"),
+        Flag("--mlm-weight", type=arguments.non_negative_number, default=0.0,
+             help="add W x an MLM loss (15%% of the tokens, BERT's 80/10/10 masking; "
+             "an MLM head tied to the token embedding, its Dense, LayerNorm and bias "
+             "new, not the checkpoint's cls/predictions); 0, the default, for none "
+             "(princeton-nlp/SimCSE train.py --do_mlm --mlm_weight 0.1, "
+             "--mlm_probability 0.15: OurDataCollatorWithPadding.mask_tokens, "
+             "simcse/models.py cl_forward)"),
     )
 
     def __init__(self, text_views=None, synonyms=None, rematerialize=False,
-                 mlp_only_train=False):
+                 mlp_only_train=False, mlm_weight=0.0):
         super().__init__(rematerialize)
         self.mlp_only_train = mlp_only_train
+        self.mlm_weight = mlm_weight
         if text_views is not None:
             text_views = tuple(text_views)
             if len(text_views) != 2:
@@ -120,13 +129,21 @@ class SimCSEMethod(Method):
         if table is None and args.synonyms:
             table = read_synonym_table(args.synonyms)
         return cls(args.text_views, table, rematerialize,
-                   mlp_only_train=args.mlp_only_train)
+                   mlp_only_train=args.mlp_only_train, mlm_weight=args.mlm_weight)
+
+    def encoder_problem(self, encoder):
+        if self.mlm_weight:
+            from kcse.objectives.masked_lm import mlm_problem
+
+            problem = mlm_problem(encoder)
+            return problem and f"--mlm-weight {self.mlm_weight}: {problem}"
+        return None
 
     def objective(self, encoder, protocol):
         from kcse.objectives.simcse import SimCSE
 
         return SimCSE(encoder, protocol.temperature, protocol.negatives,
-                      mlp_only_train=self.mlp_only_train,
+                      mlp_only_train=self.mlp_only_train, mlm_weight=self.mlm_weight,
                       rematerialize=self.rematerialize)
 
     def training_data(self, data, protocol, task, seed, prefix):
@@ -147,4 +164,6 @@ class SimCSEMethod(Method):
             }
         if self.mlp_only_train:
             settings |= {"mlp_only_train": True}
+        if self.mlm_weight:
+            settings |= {"mlm_weight": self.mlm_weight}
         return settings
