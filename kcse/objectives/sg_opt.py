@@ -11,27 +11,18 @@ from kcse.layers.sentence_pooling import masked_max
 from kcse.layers.sentence_pooling import masked_mean
 from kcse.losses.self_guided_loss import SelfGuidedLoss
 from kcse.objectives.encoder_objective import EncoderObjective
+from kcse.objectives.heads import bert_dense
 
 
 # The pivots' pooling over tokens, by `pooling_rules.PIVOT_POOLINGS` name.
 POOL_PIVOTS = {"mean": masked_mean, "max": masked_max}
 
-# BERT's `initializer_range`, with which galsang/SG-BERT (`loss.py`, `Loss`)
-# draws the projection head's weights: `weight.data.normal_(0.0, 0.02)`.
-HEAD_INITIALIZER_RANGE = 0.02
-
 
 def _head_layer(units):
-    """`nn.Linear` + `nn.GELU()` as SG-BERT initialises them: normal(0, 0.02)
-    weights (not truncated), zero biases, exact (erf) GELU."""
-    return keras.layers.Dense(
-        units,
-        activation="gelu",  # keras.activations.gelu: approximate=False
-        kernel_initializer=keras.initializers.RandomNormal(
-            mean=0.0, stddev=HEAD_INITIALIZER_RANGE
-        ),
-        bias_initializer="zeros",
-    )
+    """`nn.Linear` + `nn.GELU()` as SG-BERT initialises them (`loss.py`,
+    `Loss`: `weight.data.normal_(0.0, 0.02)`, zero biases), exact (erf) GELU
+    (keras.activations.gelu: approximate=False)."""
+    return bert_dense(units, "gelu")
 
 
 @keras.saving.register_keras_serializable(package="kcse")

@@ -3,8 +3,16 @@
 import keras
 from keras import ops
 
+from kcse.distribution.cross_replica import scale_for_replicas
 from kcse.losses.simcse_loss import SimCSELoss
 from kcse.objectives.encoder_objective import EncoderObjective
+from kcse.objectives.heads import bert_dense
+from kcse.objectives.masked_lm import MLM_PROBABILITY
+from kcse.objectives.masked_lm import mask_tokens
+from kcse.objectives.masked_lm import masked_lm_head
+from kcse.objectives.masked_lm import masked_lm_loss
+from kcse.objectives.masked_lm import mlm_problem
+from kcse.objectives.masked_lm import special_token_ids
 
 
 @keras.saving.register_keras_serializable(package="kcse")
@@ -27,14 +35,47 @@ class SimCSE(EncoderObjective):
     Set the training dropout on the encoder (`hidden_dropout=0.3` for Su's
     setting).
 
+    `mlp_only_train=True` is the paper's unsupervised setting
+    (princeton-nlp/SimCSE, `--pooler_type cls --mlp_only_train`): in
+    training the sentence vectors pass through a new MLP, Dense + tanh of
+    the encoder's width (`MLPLayer`, drawn as BERT's `_init_weights`:
+    normal(0, 0.02), zero bias); the MLP belongs to this objective, not to
+    the encoder, which encodes, scores and saves without it (their
+    "cls_before_pooler"). The paper builds the encoder with
+    `pooling="cls"`.
+
+    `mlm_weight > 0` adds princeton-nlp/SimCSE's auxiliary MLM loss
+    (`--do_mlm --mlm_weight`, 0.1 in their code): loss = contrastive +
+    `mlm_weight` · MLM cross-entropy. Each row of the doubled batch (or
+    each text view) is masked anew at every step as their collator masks
+    (`kcse.objectives.masked_lm`: `mlm_probability` 0.15 of the tokens that
+    are not special or [UNK]; 80% [MASK], 10% a random token, 10% kept),
+    encoded again, and a BERT MLM head (keras-hub's `MaskedLMHead`: Dense +
+    GELU + LayerNorm, then the token embedding transposed, tied as BERT ties
+    it, plus a bias) predicts the chosen tokens. The head's Dense, LayerNorm
+    and bias are new (BERT's initialisation) and belong to the objective;
+    princeton loads BERT's pretrained `cls.predictions` into theirs (and
+    keeps the decoder as an untied copy of the embedding). The whole token
+    embedding trains (the prediction covers the vocabulary). Under a
+    `tf.distribute` strategy each replica averages over its own chosen
+    tokens, as their multi-GPU runs do.
+
     Args:
         encoder: a `kcse.SentenceEncoder`.
         temperature: float. 0.05 in SimCSE.
         negatives: `"both_views"` (2N−2 negatives, Su Jianlin / bojone) or
             `"cross_view"` (N−1, princeton-nlp).
+        mlp_only_train: bool. Whether the vectors pass through a new MLP
+            in training only (False).
+        mlm_weight: float. Weight of the MLM loss; 0 (default) leaves it out.
+        mlm_probability: float. Share of the tokens MLM chooses (0.15).
+        seed: int or None. Seed of the MLM masks.
 
     `fit` raises `ValueError` for a batch size below 2 (a lone sentence has
     no negatives) and leaves out a last in-memory batch of one sentence.
+    With `mlm_weight > 0`, building raises `ValueError` for an encoder
+    without a preprocessor whose tokenizer has [MASK], or without a
+    reversible token embedding.
 
     Example:
 
@@ -63,35 +104,112 @@ class SimCSE(EncoderObjective):
                          batch_size=2, epochs=1, verbose=0)
     history.history["loss"]  # one float per epoch, e.g. [0.69]
     encoder.encode(["the cat sat"]).shape  # (1, 16): the encoder trained in place
+    # princeton-nlp's options: an MLP in training only, and the MLM loss.
+    princeton = kcse.SimCSE(encoder, mlp_only_train=True, mlm_weight=0.1)
     ```
     """
 
     in_batch_negatives = True
 
     def __init__(
-        self, encoder, temperature=0.05, negatives="both_views", **kwargs
+        self, encoder, temperature=0.05, negatives="both_views",
+        mlp_only_train=False, mlm_weight=0.0, mlm_probability=MLM_PROBABILITY,
+        seed=None, **kwargs
     ):
         super().__init__(encoder, **kwargs)
         self.temperature = temperature
         self.negatives = negatives
+        self.mlp_only_train = mlp_only_train
+        self.mlm_weight = mlm_weight
+        self.mlm_probability = mlm_probability
+        self.seed = seed
+        self.mlp = None
+        if mlp_only_train:
+            self.mlp = bert_dense(encoder.output_dim, "tanh", name="mlp")
+            self.mlp.build((None, encoder.output_dim))
+        self.mlm_head = None
+        if mlm_weight:
+            problem = mlm_problem(encoder)
+            if problem:
+                raise ValueError(f"SimCSE(mlm_weight={mlm_weight}): {problem}.")
+            tokenizer = encoder.preprocessor.tokenizer
+            self.special_ids = special_token_ids(tokenizer)
+            self.mask_id = tokenizer.mask_token_id
+            self.mlm_head = masked_lm_head(encoder.backbone)
+            self.mask_seed = keras.random.SeedGenerator(seed)
         self.objective_loss = SimCSELoss(temperature, negatives)
 
     def call(self, inputs, training=None):
         if len(inputs["token_ids"].shape) == 3:  # Two text views per sentence.
-            return self.encode_columns(
+            views = self.encode_columns(
                 inputs, training, 2, "one sentence, or two text views of it"
             )
-        batch = ops.shape(inputs["token_ids"])[0]
-        doubled = {
-            key: ops.concatenate([value, value], axis=0)
-            for key, value in inputs.items()
-        }
-        vectors = self.encoder(doubled, training=training)
-        return ops.stack([vectors[:batch], vectors[batch:]], axis=1)
+        else:
+            batch = ops.shape(inputs["token_ids"])[0]
+            doubled = {
+                key: ops.concatenate([value, value], axis=0)
+                for key, value in inputs.items()
+            }
+            vectors = self.encoder(doubled, training=training)
+            views = ops.stack([vectors[:batch], vectors[batch:]], axis=1)
+        if self.mlp is not None:
+            views = self.mlp(views)
+        if self.mlm_head is not None and training:
+            # An output, not a layer loss: each replica keeps its own, and
+            # the masks' and dropout's seeds advance under JAX's stateless
+            # train step.
+            return views, self.mlm_loss(inputs)
+        return views
+
+    def objective(self, y, y_pred, sample_weight):
+        if not isinstance(y_pred, tuple):
+            return super().objective(y, y_pred, sample_weight)
+        views, mlm = y_pred
+        loss = super().objective(y, views, sample_weight)
+        return loss + self.mlm_weight * scale_for_replicas(mlm)
+
+    def mlm_loss(self, inputs):
+        """The MLM loss of a training batch: each row of the doubled batch
+        (or each text view) masked by `mask_tokens` and encoded again."""
+        length = ops.shape(inputs["token_ids"])[-1]
+        rows = {key: ops.reshape(value, (-1, length)) for key, value in inputs.items()}
+        if len(inputs["token_ids"].shape) == 2:  # One sentence, encoded twice.
+            rows = {key: ops.concatenate([value, value], axis=0) for key, value in rows.items()}
+        masked_ids, chosen = self.mask_tokens(rows["token_ids"], rows["padding_mask"])
+        return self.masked_lm_loss(rows, masked_ids, chosen, training=True)
+
+    def mask_tokens(self, token_ids, padding_mask):
+        """`kcse.objectives.masked_lm.mask_tokens` with this objective's
+        tokenizer, vocabulary, probability and seed."""
+        return mask_tokens(
+            token_ids, padding_mask, self.special_ids, self.mask_id,
+            self.mlm_head.vocabulary_size, self.mlm_probability, self.mask_seed,
+        )
+
+    def masked_lm_loss(self, rows, masked_ids, chosen, training=True):
+        """The MLM cross-entropy of the rows `rows` (token dicts) encoded
+        with `masked_ids`, predicting their tokens where `chosen`."""
+        states = self.encoder.backbone(
+            dict(rows, token_ids=masked_ids), training=training
+        )["sequence_output"]
+        return masked_lm_loss(self.mlm_head, states, rows["token_ids"], chosen)
+
+    def _trained_embedding_rows(self, used_ids):
+        # The MLM head predicts, and replaces tokens with, the whole vocabulary.
+        if self.mlm_head is not None:
+            return None
+        return super()._trained_embedding_rows(used_ids)
 
     def get_config(self):
         config = super().get_config()
         config.update(
-            {"temperature": self.temperature, "negatives": self.negatives}
+            {
+                "temperature": self.temperature,
+                "negatives": self.negatives,
+                "mlp_only_train": self.mlp_only_train,
+                "mlm_weight": self.mlm_weight,
+                "mlm_probability": self.mlm_probability,
+                "seed": self.seed,
+            }
         )
         return config

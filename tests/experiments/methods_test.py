@@ -8,6 +8,7 @@ from kcse.data import SentencePairs
 from kcse.experiments import methods
 from kcse.experiments import protocols
 from kcse.experiments.methods.sup_simcse import labelled_pair_triplets
+from conftest import tiny_preprocessor
 from tiny_grid import cell_of
 from tiny_grid import plant_sentinels
 from tiny_grid import recipe
@@ -256,3 +257,36 @@ def test_protocol_takes_the_method_defaults_then_the_flags():
     assert default == protocols.with_overrides(
         protocols.PROTOCOLS["su"], max_sentences=500
     )
+
+
+def test_simcse_flags_build_the_objective_they_record():
+    """`--mlp-only-train` and `--mlm-weight` reach `kcse.SimCSE` and the
+    cell's settings (so its identity), where they are on only: cells from
+    before stay valid. An encoder MLM cannot train is a cell's reason."""
+    from kcse.experiments import command_line
+
+    parser = command_line.comparison_parser("doc\n\nmore", "out")
+    command_line.add_method_arguments(parser, ["simcse"])
+    help_text = " ".join(parser.format_help().split())
+    assert "--mlp_only_train" in help_text and "--do_mlm --mlm_weight 0.1" in help_text
+    encoder = kcse.SentenceEncoder(
+        kcse.models.BertBackbone(vocabulary_size=10, num_layers=1, num_heads=2,
+                                 hidden_dim=8, intermediate_dim=16),
+        None, pooling="cls")
+    method = methods.method_from_args("simcse", parser.parse_args(["--mlp-only-train"]))
+    assert method.settings() == {"method": "simcse", "mlp_only_train": True}
+    simcse = method.objective(encoder, protocols.PROTOCOLS["su"])
+    assert simcse.mlp_only_train and simcse.mlp.units == 8
+    plain = methods.method_from_args("simcse", parser.parse_args([]))
+    assert plain.settings() == {"method": "simcse"}
+    assert plain.objective(encoder, protocols.PROTOCOLS["su"]).mlp is None
+    assert plain.encoder_problem(encoder) is None
+
+    mlm = methods.method_from_args("simcse", parser.parse_args(["--mlm-weight", "0.1"]))
+    assert mlm.settings() == {"method": "simcse", "mlm_weight": 0.1}
+    assert mlm.encoder_problem(encoder) == (
+        "--mlm-weight 0.1: the MLM loss needs the encoder's preprocessor with a [MASK] "
+        "token; it has none")
+    encoder = kcse.SentenceEncoder(encoder.backbone, tiny_preprocessor(), pooling="cls")
+    assert mlm.encoder_problem(encoder) is None
+    assert mlm.objective(encoder, protocols.PROTOCOLS["su"]).mlm_weight == 0.1

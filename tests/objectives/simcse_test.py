@@ -16,15 +16,22 @@ from conftest import TINY_SENTENCES as SENTENCES
 from conftest import one_step
 from conftest import tiny_bert
 from conftest import tiny_preprocessor
+from conftest import tiny_vocabulary
+from kcse.objectives.masked_lm import mask_tokens
+from princeton_simcse_reference import cl_forward_loss
+from princeton_simcse_reference import cl_forward_mlm_loss
+from princeton_simcse_reference import lm_prediction_head
+from princeton_simcse_reference import mlp_layer
 
 
-def make_simcse(weights=None, negatives="both_views", dropout=0.0, pooling="P3"):
+def make_simcse(weights=None, negatives="both_views", dropout=0.0, pooling="P3",
+                **options):
     encoder = kcse.SentenceEncoder(
         tiny_bert(dropout=dropout), tiny_preprocessor(), pooling=pooling
     )
     if weights is not None:
         encoder.set_weights(weights)
-    simcse = kcse.SimCSE(encoder, temperature=0.05, negatives=negatives)
+    simcse = kcse.SimCSE(encoder, temperature=0.05, negatives=negatives, **options)
     simcse.compile(optimizer=keras.optimizers.SGD(0.01))
     return simcse
 
@@ -172,11 +179,136 @@ def test_mirrored_strategy_with_a_partial_last_batch(two_cpu_strategy):
         np.testing.assert_allclose(a, b, atol=1e-5)
 
 
+def test_mlp_only_train_loss_is_princeton_cl_forward_with_the_mlp():
+    """Reference: princeton-nlp/SimCSE `simcse/models.py` `cl_forward` with
+    its `MLPLayer`, transcribed in torch (tests/princeton_simcse_reference.py),
+    on the encoder's vectors and the objective's MLP weights before the
+    step. P3 rather than the paper's P1: a random tiny BERT gives every
+    sentence nearly the same [CLS], which would leave the loss ln N with or
+    without the MLP; `cl_forward` applies the MLP to whatever is pooled.
+
+    The trained encoder, the one a cell scores and `kcse train` saves, has
+    the weights of an encoder built without the option and encodes without
+    the MLP (princeton's "cls_before_pooler"): the objective's views are
+    the MLP, Dense + tanh, of its vectors."""
+    simcse = make_simcse(negatives="cross_view", mlp_only_train=True)
+    kernel, bias = simcse.mlp.get_weights()
+    views = eval_views(simcse.encoder)
+    loss, _ = one_step(simcse, SENTENCES)
+    expected = cl_forward_loss(views, 0.05, mlp_layer(kernel, bias))
+    np.testing.assert_allclose(loss, expected, atol=1e-5)
+    assert abs(cl_forward_loss(views, 0.05) - expected) > 1e-3  # The MLP counts.
+
+    trained_kernel, trained_bias = simcse.mlp.get_weights()
+    assert np.abs(trained_kernel - kernel).max() > 0  # The MLP trains too.
+    plain = make_simcse().encoder
+    assert [w.shape for w in simcse.encoder.weights] == [w.shape for w in plain.weights]
+    vectors = simcse.encoder.predict(SENTENCES, verbose=0)
+    assert np.abs(vectors - eval_views(plain)[:, 0]).max() > 1e-4  # Trained.
+    trained_views = simcse(simcse.preprocessor(SENTENCES))
+    np.testing.assert_allclose(
+        trained_views[:, 0], np.tanh(vectors @ trained_kernel + trained_bias), atol=1e-5
+    )
+
+
+def fixed_masks(token_ids, padding_mask):
+    """Masks chosen by position, not at random, in Keras ops (inside the
+    train step) and numpy alike: every third real token that is not
+    [CLS]/[SEP]/[UNK], [MASK] on even rows and the next id on odd ones."""
+    from keras import ops
+
+    shape = ops.shape(token_ids)
+    rows = ops.expand_dims(ops.arange(shape[0]), 1)
+    columns = ops.expand_dims(ops.arange(shape[1]), 0)
+    chosen = ops.logical_and(ops.equal((rows + columns) % 3, 0), ops.cast(padding_mask, "bool"))
+    chosen = ops.logical_and(chosen, ops.greater(token_ids, 4))  # Not [PAD]..[MASK].
+    masked = ops.where(ops.equal(rows % 2, 0), 4, (token_ids + 1) % 40)
+    return ops.where(chosen, masked, token_ids), chosen
+
+
+def test_mlm_loss_is_princeton_cl_forward_with_its_mlm_branch():
+    """The fit loss with `mlm_weight=0.1` on masks set by the test: the
+    contrastive loss plus 0.1 × the MLM cross-entropy. Reference:
+    princeton-nlp/SimCSE `cl_forward` (tests/princeton_simcse_reference.py)
+    with transformers' `BertLMPredictionHead` holding the objective's head
+    weights and the token embedding, on the encoder's states of the masked
+    rows (both copies of each sentence, masked independently)."""
+    simcse = make_simcse(negatives="cross_view", mlm_weight=0.1)
+    simcse.mask_tokens = fixed_masks
+    features = {k: np.asarray(v) for k, v in simcse.preprocessor(SENTENCES).items()}
+    rows = {k: np.concatenate([v, v]) for k, v in features.items()}
+    masked_ids, chosen = (np.asarray(a) for a in fixed_masks(rows["token_ids"], rows["padding_mask"]))
+    assert 10 < chosen.sum() and (masked_ids != rows["token_ids"]).sum() == chosen.sum()
+    states = simcse.encoder.backbone(dict(rows, token_ids=masked_ids))["sequence_output"]
+    head = simcse.mlm_head
+    dense, norm = head._intermediate_dense, head._intermediate_layer_norm
+    lm_head = lm_prediction_head(
+        *dense.get_weights(), *norm.get_weights(),
+        head.token_embedding.embeddings, head._bias)
+    labels = np.where(chosen, rows["token_ids"], -100)
+    mlm = cl_forward_mlm_loss(states, labels, lm_head)
+    contrastive = cl_forward_loss(eval_views(simcse.encoder), 0.05)
+    table = np.array(head.token_embedding.embeddings)
+    loss, _ = one_step(simcse, SENTENCES)
+    np.testing.assert_allclose(loss, contrastive + 0.1 * mlm, atol=1e-5)
+    assert 0.1 * mlm > 1e-2  # The MLM term counts.
+    # Rows of tokens the text never uses train too (the tied decoder).
+    unused = sorted(set(range(40)) - set(rows["token_ids"].flat) - set(masked_ids.flat))
+    assert unused and np.abs(np.array(head.token_embedding.embeddings) - table)[unused].max() > 0
+
+
+def test_mlm_masks_follow_princetons_collator():
+    """Reference: princeton-nlp/SimCSE `train.py` `mask_tokens`: tokens of
+    transformers' `get_special_tokens_mask(..., already_has_special_tokens=
+    True)` ([CLS], [SEP], [PAD], [UNK], [MASK], by HF's BertTokenizer of
+    the same vocabulary) and padding are never chosen; the others with
+    probability 0.15; of those 80% become [MASK], 10% a uniform draw
+    from the vocabulary, 10% stay. Bounds: 4.5 standard deviations."""
+    import transformers
+
+    simcse = make_simcse(mlm_weight=0.1, seed=3)
+    features = simcse.preprocessor((SENTENCES + ["the [UNK] cat"]) * 300)
+    ids = np.array(features["token_ids"])
+    ids[::7, 1] = 4  # A [MASK] in the text.
+    vocabulary_file = pathlib.Path(__file__).parent / "_tiny_vocab.txt"
+    try:
+        vocabulary_file.write_text("\n".join(tiny_vocabulary()) + "\n")
+        tokenizer = transformers.BertTokenizer(str(vocabulary_file))
+    finally:
+        vocabulary_file.unlink()
+    special = np.array([tokenizer.get_special_tokens_mask(list(row), already_has_special_tokens=True)
+                        for row in ids], bool)
+    assert special[:, 0].all() and (ids == 1).any() and (ids == 4).any()
+    masked, chosen = (np.asarray(a) for a in simcse.mask_tokens(ids, features["padding_mask"]))
+    assert not (chosen & special).any()
+    assert (masked[~chosen] == ids[~chosen]).all()
+    candidates = int((~special).sum())
+
+    def near(count, trials, rate):
+        return abs(count - trials * rate) <= 4.5 * np.sqrt(trials * rate * (1 - rate))
+
+    assert near(chosen.sum(), candidates, 0.15)
+    n = int(chosen.sum())
+    to_mask = (masked[chosen] == 4).sum()
+    kept = (masked[chosen] == ids[chosen]).sum()
+    assert near(to_mask, n, 0.8 + 0.1 / 40) and near(kept, n, 0.1 + 0.1 / 40)
+    others = masked[chosen][(masked[chosen] != 4) & (masked[chosen] != ids[chosen])]
+    assert near(len(others), n, 0.1 * 38 / 40) and others.min() >= 0 and others.max() < 40
+    assert len(np.unique(others)) > 30  # From the whole vocabulary, special tokens too.
+    assert (others < 5).any()
+
+
 def test_config_round_trip():
-    simcse = make_simcse(negatives="cross_view")
+    simcse = make_simcse(negatives="cross_view", mlp_only_train=True)
     restored = kcse.SimCSE.from_config(simcse.get_config())
     assert restored.negatives == "cross_view"
     assert restored.temperature == 0.05
+    assert restored.mlp_only_train and restored.mlp is not None
+    config = make_simcse(mlm_weight=0.1, seed=2).get_config()
+    assert (config["mlm_weight"], config["mlm_probability"], config["seed"]) == (0.1, 0.15, 2)
+    # An encoder's config leaves its preprocessor out, and MLM needs its [MASK].
+    with pytest.raises(ValueError, match=r"preprocessor with a \[MASK\] token; it has none"):
+        kcse.SimCSE.from_config(config)
     assert isinstance(restored.encoder, kcse.SentenceEncoder)
 
 

@@ -62,12 +62,14 @@ class SimCSEMethod(Method):
     replaced by CLEAR's two text views of it, drawn from the run's seed
     (`kcse.data.text_view_pairs`), and SimCSE contrasts the two views
     (dropout stays on); the prefix is added after the edit.
-    `synonyms`: the table of `synonym_substitution`.
+    `synonyms`: the table of `synonym_substitution`. `mlp_only_train`: the
+    paper's MLP over the vectors in training only; `mlm_weight`: the weight
+    of the auxiliary MLM loss, 0 for none (`kcse.SimCSE`).
     """
 
     name = "simcse"
     title = "SimCSE"
-    flag_group = "SimCSE's text views (CLEAR)"
+    flag_group = "SimCSE"
     flags = (
         Flag("--text-views", type=two_text_views,
              help="train SimCSE on two text views of each sentence "
@@ -79,10 +81,25 @@ class SimCSEMethod(Method):
         Flag("--synonyms", type=pathlib.Path,
              help="synonym table for synonym_substitution: a line "
              "per word, word<TAB>synonym synonym ..."),
+        Flag("--mlp-only-train", action="store_true", default=False,
+             help="pass the vectors through a new MLP (Dense + tanh) in training "
+             "only; the trained encoder has none (princeton-nlp/SimCSE train.py "
+             "--mlp_only_train, their unsupervised setting with P1: "
+             "simcse/models.py MLPLayer, cl_forward)"),
+        Flag("--mlm-weight", type=arguments.non_negative_number, default=0.0,
+             help="add W x an MLM loss (15%% of the tokens, BERT's 80/10/10 masking; "
+             "an MLM head tied to the token embedding, its Dense, LayerNorm and bias "
+             "new, not the checkpoint's cls/predictions); 0, the default, for none "
+             "(princeton-nlp/SimCSE train.py --do_mlm --mlm_weight 0.1, "
+             "--mlm_probability 0.15: OurDataCollatorWithPadding.mask_tokens, "
+             "simcse/models.py cl_forward)"),
     )
 
-    def __init__(self, text_views=None, synonyms=None, rematerialize=False):
+    def __init__(self, text_views=None, synonyms=None, rematerialize=False,
+                 mlp_only_train=False, mlm_weight=0.0):
         super().__init__(rematerialize)
+        self.mlp_only_train = mlp_only_train
+        self.mlm_weight = mlm_weight
         if text_views is not None:
             text_views = tuple(text_views)
             if len(text_views) != 2:
@@ -111,12 +128,22 @@ class SimCSEMethod(Method):
         table = getattr(args, "synonym_table", None)  # Read by check_arguments.
         if table is None and args.synonyms:
             table = read_synonym_table(args.synonyms)
-        return cls(args.text_views, table, rematerialize)
+        return cls(args.text_views, table, rematerialize,
+                   mlp_only_train=args.mlp_only_train, mlm_weight=args.mlm_weight)
+
+    def encoder_problem(self, encoder):
+        if self.mlm_weight:
+            from kcse.objectives.masked_lm import mlm_problem
+
+            problem = mlm_problem(encoder)
+            return problem and f"--mlm-weight {self.mlm_weight}: {problem}"
+        return None
 
     def objective(self, encoder, protocol):
         from kcse.objectives.simcse import SimCSE
 
         return SimCSE(encoder, protocol.temperature, protocol.negatives,
+                      mlp_only_train=self.mlp_only_train, mlm_weight=self.mlm_weight,
                       rematerialize=self.rematerialize)
 
     def training_data(self, data, protocol, task, seed, prefix):
@@ -127,10 +154,16 @@ class SimCSEMethod(Method):
         return tuple([prefix + s for s in column] for column in views), None
 
     def settings(self):
-        if self.text_views is None:  # The settings of cells before text views.
-            return super().settings()
-        return super().settings() | {
-            "text_views": list(self.text_views),
-            "synonyms_digest": None if self.synonyms is None
-            else content_digest(sorted(self.synonyms.items())),
-        }
+        # Each option only where it is on: cells from before it stay valid.
+        settings = super().settings()
+        if self.text_views is not None:
+            settings |= {
+                "text_views": list(self.text_views),
+                "synonyms_digest": None if self.synonyms is None
+                else content_digest(sorted(self.synonyms.items())),
+            }
+        if self.mlp_only_train:
+            settings |= {"mlp_only_train": True}
+        if self.mlm_weight:
+            settings |= {"mlm_weight": self.mlm_weight}
+        return settings
