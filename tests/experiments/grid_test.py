@@ -79,6 +79,13 @@ def test_smoke_results_schema_and_resume(default_grid, capsys):
     assert "[2/2] tiny_bert|P4|STS-B|su|simcse|" in first and "ETA" in first
     assert f"model tiny_bert: original bert checkpoint {model.rsplit(':', 1)[0]}" in first
     assert "c trained" in first and "Su Jianlin's published" not in first
+    su_table = (tmp_path / "out" / "su_table.md").read_text()
+    for pooling in ("P1", "P4"):
+        cell = cell_of(results["cells"], f"tiny_bert|{pooling}|STS-B|su|simcse")
+        assert (f"| tiny_bert-{pooling} | {cell['raw']['test']['spearman']:.2f} / "
+                f"{cell['whitening']['test']['spearman']:.2f} / "
+                f"{cell['trained']['test']['spearman']:.2f} |") in su_table
+    assert "su_table.md" in first
 
     run_recipe(tmp_path, model)
     second = capsys.readouterr().out
