@@ -126,13 +126,18 @@ class ResultStore:
          "trained": {"<split>": {"spearman", "spearman_std", "pearson",
                                  "pearson_std", "n", "runs"}} or null,
                                             # mean and sample std over seeds
+         "trained_whitening": {...} or null,  # c+w, as "trained": with
+                                            # --postprocess ...,trained-whitening
+                                            # only; null without b or c
          "untrained": str or null,          # why there is no c (no data; a model
                                             # the method cannot train)
          "diagnostics": {"raw": {...}, "trained": {...} or null},
                                             # with --diagnostics only:
                                             # kcse.evaluation.anisotropy_report
          "runs": [{"seed", "scores": {"<split>": {...}}, "kept_step",
-                   "training_seconds", "training_samples"}],
+                   "training_seconds", "training_samples",
+                   "whitened_scores", "whitening_null_directions"}],
+                                            # the last two with c+w only
          "published": [a, b, c] or null,    # Su's SimCSE cell, same model only
          "training_samples": int, "whitening_sentences": int,
          "whitening_null_directions": int,  # zeroed by Whitening, not scaled
@@ -442,13 +447,17 @@ def result_rows(cells):
     """Rows of the results table (header first): one per cell."""
     names = readable_names(cells)
     labels = settings_labels(cells)
-    # BERT-flow's column, beside whitening, when a cell has it.
+    # BERT-flow's column, beside whitening, and c+w, beside c, when a cell
+    # has them.
     flow = any("flow" in cell for cell in cells)
+    whitened = any("trained_whitening" in cell for cell in cells)
     rows = [("model", "pooling", "task", "method", "settings", "a raw",
              "b whitening", *(("flow",) if flow else ()), "c trained", "c std",
-             "seeds", "Su a / b / c", "Δ a / b / c")]
+             *(("c+w",) if whitened else ()), "seeds", "Su a / b / c", "Δ a / b / c")]
     for cell in cells:
         columns = cell_columns(cell)
+        if whitened:
+            columns = (*columns[:4], column_text(cell, "trained_whitening"), *columns[4:])
         if flow:
             flowed = number(reported(cell, "flow")[0]) if "flow" in cell else "-"
             columns = (*columns[:2], flowed, *columns[2:])
