@@ -19,8 +19,12 @@ column c scored on the test split, to fit 20 minutes on 2 CPU cores.
 
 Protocols: `su` (Su's: sentences of all splits train SimCSE and give the
 whitening statistics) and `clean` (train split only; best step on valid).
-Results: `<output>/results.json` and `results.md`; finished cells are
-skipped when rerun. With several GPUs the grid runs under MirroredStrategy.
+Results: `<output>/results.json`, `results.md` (a row per cell) and
+`su_table.md` (Su's layout: a row per model-pooling, a column per task, a
+table per split and their averages, as bojone/SimCSE's eval.py prints
+them); finished cells are skipped when rerun. `--postprocess
+whitening,trained-whitening` adds c+w: column c's encoder whitened on its
+own vectors. With several GPUs the grid runs under MirroredStrategy.
 `--method` trains column c with another method of
 `kcse.experiments.methods` (e.g. `linear_probe`: Su's Dense layer over the
 frozen encoder); `recipes/consert.py`, `sg_opt.py`, `sup_simcse.py` and

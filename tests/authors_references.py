@@ -9,6 +9,8 @@ expected value:
 - bojone/SimCSE, `eval.py`, `simcse_loss`;
 - princeton-nlp/SimCSE, `simcse/models.py`, `cl_forward` (with `Similarity`);
 - bojone/CoSENT, `cosent.py`, `cosent_loss`;
+- bojone/BERT-whitening, `compute_kernel_bias` and `transform_and_normalize`
+  (BERT-whitening, columns b and c+w of the comparison);
 - galsang/SG-BERT, `loss.py`: `NTXentLoss.forward` (SG-OPT), the ablation's
   `NTXentLossOriginal`, `NTXentLossOpt1` and `NTXentLossOpt2`,
   `Loss.compute_diff` and the projection head built in `Loss.__init__`.
@@ -274,3 +276,20 @@ def sg_bert_projection_head(x, weights, biases):
     for weight, bias in zip(weights, biases):
         x = torch_gelu(x @ np.asarray(weight, "float64").T + np.asarray(bias, "float64"))
     return x
+
+
+def bojone_whitened_cosines(fit, v1, v2):
+    """bojone/BERT-whitening: `compute_kernel_bias(fit)` (mu, and
+    W = U diag(1/sqrt(s)) from the SVD of the covariance), then the cosine
+    of each pair of `transform_and_normalize(v1)` and `(v2)`, in float64;
+    with the one change kcse documents (`kcse.layers.Whitening`): a
+    numerically null direction (standard deviation at most dim * eps(float32)
+    of the largest) gets a zero column instead of 1/sqrt(float noise).
+    Returns `(cosines, null_directions)`."""
+    fit = np.asarray(fit, "float64")
+    mu = fit.mean(axis=0, keepdims=True)
+    u, s, _ = np.linalg.svd(np.cov(fit.T))
+    null = np.sqrt(s / s[0]) <= len(s) * np.finfo("float32").eps
+    kernel = u[:, ~null] @ np.diag(1 / np.sqrt(s[~null]))
+    a, b = (np.asarray(v1, "float64") - mu) @ kernel, (np.asarray(v2, "float64") - mu) @ kernel
+    return torch_cosine_similarity(a, b), int(null.sum())

@@ -261,22 +261,27 @@ def test_a_killed_results_write_leaves_the_old_or_the_new_results(tmp_path, resu
         folder, progress = tmp_path / f"grid{i}", tmp_path / f"progress{i}"
         atomic_files.write_json(folder / "results.json", {"schema": results.SCHEMA, "cells": start})
         atomic_files.write_text(folder / "results.md", results.markdown(start))
+        atomic_files.write_text(folder / "su_table.md", results.su_markdown(start))
         left = results_writers.kill_while_writing(
             ["results", folder, progress], folder, ".results.json.*.tmp.json", delay)
         # The lock file stays beside results.json (ResultStore's docstring).
         assert_only_the_files_and_temporaries(
-            folder, ["results.json", "results.md", ".results.json.lock"], ".results.*.tmp.*")
+            folder, ["results.json", "results.md", "su_table.md", ".results.json.lock"],
+            ".*.tmp.*")
         text = (folder / "results.json").read_text(encoding="utf-8")
         json.loads(text, parse_constant=reject_constant)
         cells = results.ResultStore(folder).cells
-        # The writer reports a write once both files are in place: the kill
-        # leaves that write or the next one, whose results.md may still be
-        # the one before.
+        # The writer reports a write once the three files are in place: the
+        # kill leaves that write or the next one, whose results.md and
+        # su_table.md may still be the ones before.
         reached = progress_of(progress)
         stored = next((n for n in (reached, reached + 1) if cells == version(n)), None)
         assert stored is not None, f"killed after {delay} s: neither write {reached} nor the next"
         markdown = (folder / "results.md").read_text(encoding="utf-8")
         assert markdown in {results.markdown(version(n)) for n in (stored, max(stored - 1, 0))}
+        su_table = (folder / "su_table.md").read_text(encoding="utf-8")
+        assert su_table in {results.su_markdown(version(n))
+                            for n in (stored, max(stored - 1, 0))}
         return delay, stored, left
 
     kill_at_every_moment(kill_once, "delay, write found, results.json temporaries left (bytes)")

@@ -49,7 +49,7 @@ MULTILINGUAL_PROTOCOLS = ("stsb", "su", "clean")
 
 def postprocessing_list(text):
     """An argparse type: post-processings of `--postprocess`; whitening always."""
-    names = arguments.choices_list(("whitening", "flow"))(text)
+    names = arguments.choices_list(("whitening", "flow", "trained-whitening"))(text)
     return ["whitening"] + [name for name in names if name != "whitening"]
 
 
@@ -126,7 +126,14 @@ def comparison_parser(doc, output, poolings=DEFAULT_POOLINGS, languages=None):
                        "training: whitening (BERT-whitening, column b, always) "
                        "and flow (BERT-flow, Li et al. 2020: a Glow flow "
                        "trained by maximum likelihood on the vectors b whitens "
-                       "with; a column beside b), e.g. whitening,flow")
+                       "with; a column beside b) and trained-whitening "
+                       "(column c+w: BERT-whitening of the trained encoder, "
+                       "its statistics from the trained vectors of the "
+                       "protocol's whitening splits, as b's from the raw ones: "
+                       "bojone/BERT-whitening's compute_kernel_bias on "
+                       "bojone/SimCSE's trained encoder, the combination Su "
+                       "suggests in kexue.fm 8348; an encoding pass of those "
+                       "splits per cell and seed), e.g. whitening,flow")
     group.add_argument("--diagnostics", action="store_true",
                        help="anisotropy diagnostics of the raw and trained encoder "
                        "per cell, in results.json: token-embedding norm and "

@@ -120,17 +120,18 @@ def score_splits(data, vectors, transform=None):
     return scores
 
 
-def trained_summary(runs):
+def trained_summary(runs, scores="scores"):
     """Column c over seeds: per split, the mean and sample std of each score.
 
     The std is numpy's with `ddof=1` (None for a single run); `runs` is how
-    many seeds it is over.
+    many seeds it is over. `scores` names the runs' field summarised:
+    `"scores"` (c) or `"whitened_scores"` (c+w).
     """
     summary = {}
-    for split in runs[0]["scores"]:
-        entry = {"n": runs[0]["scores"][split]["n"], "runs": len(runs)}
+    for split in runs[0][scores]:
+        entry = {"n": runs[0][scores][split]["n"], "runs": len(runs)}
         for score in ("spearman", "pearson"):
-            values = np.array([run["scores"][split][score] for run in runs], "float64")
+            values = np.array([run[scores][split][score] for run in runs], "float64")
             entry[score] = float(values.mean())
             entry[f"{score}_std"] = float(values.std(ddof=1)) if len(runs) > 1 else None
         summary[split] = entry
@@ -201,9 +202,35 @@ def flow_scores(data, raw_vectors, fit_vectors, seed):
                         lambda v: keras.ops.convert_to_numpy(flow(v)))
 
 
+def whitening_vectors(vectors, splits):
+    """Both sides of `splits` of `vectors` (`{split: (v1, v2)}`) in one
+    array, the vectors a whitening is adapted on; None when `vectors` has
+    none of the splits."""
+    parts = [np.concatenate(vectors[split]) for split in splits if split in vectors]
+    return np.concatenate(parts) if parts else None
+
+
+def adapted_whitening(vectors):
+    """BERT-whitening adapted on `vectors`, in float64 as bojone's numpy.
+
+    LayerNorm'd vectors (P1, P3) have a direction of float-noise variance,
+    which `Whitening` zeroes instead of scaling the noise up (its
+    docstring), so the scores do not move with float precision or batch
+    order; `null_directions` says how many there were.
+    """
+    whitening = Whitening(dtype="float64")
+    whitening.adapt(vectors)
+    return whitening
+
+
+def whitened(whitening):
+    """A `score_splits` transform: the float64 vectors `whitening` gives."""
+    return lambda v: keras.ops.convert_to_numpy(whitening(v.astype("float64")))
+
+
 def run_cell(spec, encoder, pooling, task, data, raw_vectors, protocol, seeds,
              method, restore_weights, encode_batch_size=64, plot_path=None,
-             diagnostics=False, flow=False):
+             diagnostics=False, flow=False, trained_whitening=False):
     """One cell: a raw, b whitened and c `method`-trained scores per split.
 
     `encoder` pools as `pooling` (the grid's name for it, e.g. "P1");
@@ -211,7 +238,11 @@ def run_cell(spec, encoder, pooling, task, data, raw_vectors, protocol, seeds,
     Column c is trained once per seed of `seeds`, each time from the
     model's initial weights (`restore_weights()` puts them back) with all
     randomness drawn from that seed. A loss that turns NaN/Inf makes the
-    cell `"failed"` (with the reason) instead of a number. With `flow`,
+    cell `"failed"` (with the reason) instead of a number. With
+    `trained_whitening`, the cell also holds c+w: each seed's trained
+    encoder whitened on its own vectors of the protocol's whitening splits
+    (`adapted_whitening`, as b on the raw vectors), scored on the splits c is
+    scored on (an encoding pass of the whitening splits per seed). With `flow`,
     the cell also holds BERT-flow's scores (`flow_scores`, trained on the
     protocol's whitening splits, seeded with the first seed). With
     `diagnostics`, the cell also holds `kcse.evaluation.anisotropy_report`
@@ -222,26 +253,22 @@ def run_cell(spec, encoder, pooling, task, data, raw_vectors, protocol, seeds,
     start = time.time()
     raw = score_splits(data, raw_vectors)
 
-    # float64, as bojone's numpy. LayerNorm'd vectors (P1, P3) have a
-    # direction of float-noise variance; Whitening zeroes it instead of
-    # scaling the noise up (its docstring), so b no longer moves with float
-    # precision or batch order, and the cell records how many there were.
-    # A task without the protocol's whitening splits has no b.
-    whitening = Whitening(dtype="float64")
-    statistics = [
-        np.concatenate(raw_vectors[split])
-        for split in protocol.whitening_splits if split in raw_vectors
-    ]
-    whitened = flowed = None
-    if statistics:
-        whitening.adapt(np.concatenate(statistics))
-        whitened = score_splits(
-            data,
-            raw_vectors,
-            lambda v: keras.ops.convert_to_numpy(whitening(v.astype("float64"))),
-        )
+    # The cell records how many null directions the whitening zeroed. A
+    # task without the protocol's whitening splits has no b (nor c+w).
+    fit = whitening_vectors(raw_vectors, protocol.whitening_splits)
+    whitening = whitened_raw = flowed = None
+    if fit is not None:
+        whitening = adapted_whitening(fit)
+        whitened_raw = score_splits(data, raw_vectors, whitened(whitening))
         if flow:
-            flowed = flow_scores(data, raw_vectors, np.concatenate(statistics), seeds[0])
+            flowed = flow_scores(data, raw_vectors, fit, seeds[0])
+    # c+w needs the trained vectors of the whitening splits too: one
+    # encoding of both sets of splits (a sentence in both is encoded once).
+    whiten_trained = trained_whitening and whitening is not None
+    encoded_splits = protocol.trained_splits
+    if whiten_trained:
+        encoded_splits = tuple(split for split in SPLITS
+                               if split in protocol.trained_splits + protocol.whitening_splits)
 
     runs, error, trained_vectors = [], None, None
     # A task without the data the method trains on (stsb-multi-mt languages
@@ -268,15 +295,23 @@ def run_cell(spec, encoder, pooling, task, data, raw_vectors, protocol, seeds,
         gc.collect()
         trained_vectors = encode_splits(
             trained, trained.preprocessor, data, spec.prefix, encode_batch_size,
-            protocol.trained_splits,
+            encoded_splits,
         )
+        scored = {split: trained_vectors[split] for split in protocol.trained_splits
+                  if split in trained_vectors}
         runs.append({
             "seed": seed,
-            "scores": score_splits(data, trained_vectors),
+            "scores": score_splits(data, scored),
             "kept_step": run.kept_step,
             "training_seconds": run.seconds,
             "training_samples": run.samples,
         })
+        if whiten_trained:
+            trained_whitening_layer = adapted_whitening(
+                whitening_vectors(trained_vectors, protocol.whitening_splits))
+            runs[-1]["whitened_scores"] = score_splits(
+                data, scored, whitened(trained_whitening_layer))
+            runs[-1]["whitening_null_directions"] = trained_whitening_layer.null_directions
 
     if reports is not None and runs and not error:
         reports["trained"] = diagnose(trained, data, "test", spec.prefix)
@@ -291,7 +326,7 @@ def run_cell(spec, encoder, pooling, task, data, raw_vectors, protocol, seeds,
         "error": error,
         "reported_split": "test",
         "raw": raw,
-        "whitening": whitened,
+        "whitening": whitened_raw,
         "trained": trained_summary(runs) if runs and not error else None,
         "untrained": untrained,
         "runs": runs,
@@ -299,12 +334,16 @@ def run_cell(spec, encoder, pooling, task, data, raw_vectors, protocol, seeds,
         "published": published_cell(spec.published_as, pooling, task)
         if method.name == SimCSEMethod.name and spec.published_as else None,
         "training_samples": runs[0]["training_samples"] if runs else None,
-        "whitening_sentences": int(sum(len(s) for s in statistics)),
-        "whitening_null_directions": whitening.null_directions if statistics else None,
+        "whitening_sentences": 0 if fit is None else len(fit),
+        "whitening_null_directions": None if whitening is None else whitening.null_directions,
         "seconds": time.time() - start,
     }
     if flow:
         record["flow"] = flowed
+    if trained_whitening:  # None: no b (nothing to whiten on), or no c.
+        record["trained_whitening"] = (
+            trained_summary(runs, "whitened_scores")
+            if runs and not error and whiten_trained else None)
     if reports is not None:
         record["diagnostics"] = reports
     if plot_path is not None and reports is not None:
@@ -365,7 +404,11 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
     times, with seeds `seed, seed + 1, ...`. `diagnostics` adds the
     anisotropy diagnostics of the raw and trained encoder to each cell.
     `postprocess` names what is scored beside the raw vectors without
-    training: `"whitening"` (column b, always) and `"flow"` (BERT-flow).
+    training: `"whitening"` (column b, always) and `"flow"` (BERT-flow);
+    and `"trained-whitening"`, column c+w: the trained encoder whitened on
+    its own vectors (`run_cell`). Each but whitening enters the cells'
+    settings only when asked for, so that the cells of runs without it
+    keep their identity.
     The models are built under Keras' global dtype policy (the recipes'
     `--precision`), whose precision is a setting of every cell unless it
     is float32 (`kcse.precision.precision_of()`). `raw_cache`, a dict the
@@ -401,6 +444,9 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
     flow = "flow" in postprocess
     if flow:
         settings["flow"] = flow_settings(seed)
+    trained_whitening = "trained-whitening" in postprocess
+    if trained_whitening:
+        settings["trained_whitening"] = True
     data_digests = {
         task: content_digest([None if pairs is None else
                               [pairs.sentences1, pairs.sentences2, pairs.scores]
@@ -488,6 +534,7 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
                     plot_path=None if plot_dir is None else
                     pathlib.Path(plot_dir) / plot_name(key),
                     diagnostics=diagnostics, flow=flow,
+                    trained_whitening=trained_whitening,
                 )
             record |= {"settings": settings,
                        "settings_id": results.settings_id(settings),
@@ -502,6 +549,8 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
             spread = "" if std == "-" else f" ± {std} over {runs} seeds"
             if "flow" in record:
                 b += f" / flow {results.number(results.reported(record, 'flow')[0])}"
+            if "trained_whitening" in record:
+                spread += f" / c+w {results.number(results.reported(record, 'trained_whitening')[0])}"
             log(f"[{done}/{total}] {key}: a {a} / b {b} / c {c}{spread} (test)"
                 f"  cell {record['seconds']:.0f}s, elapsed {elapsed:.0f}s, ETA {eta:.0f}s")
     close_snapshots(loaded)

@@ -25,6 +25,7 @@ except ImportError:  # Windows: no flock.
 
 from kcse import atomic_files
 from kcse import distribution
+from kcse.data.chinese import CHINESE_TASKS
 from kcse.digests import content_digest
 
 SCHEMA = "kcse.comparison/3"
@@ -125,13 +126,18 @@ class ResultStore:
          "trained": {"<split>": {"spearman", "spearman_std", "pearson",
                                  "pearson_std", "n", "runs"}} or null,
                                             # mean and sample std over seeds
+         "trained_whitening": {...} or null,  # c+w, as "trained": with
+                                            # --postprocess ...,trained-whitening
+                                            # only; null without b or c
          "untrained": str or null,          # why there is no c (no data; a model
                                             # the method cannot train)
          "diagnostics": {"raw": {...}, "trained": {...} or null},
                                             # with --diagnostics only:
                                             # kcse.evaluation.anisotropy_report
          "runs": [{"seed", "scores": {"<split>": {...}}, "kept_step",
-                   "training_seconds", "training_samples"}],
+                   "training_seconds", "training_samples",
+                   "whitened_scores", "whitening_null_directions"}],
+                                            # the last two with c+w only
          "published": [a, b, c] or null,    # Su's SimCSE cell, same model only
          "training_samples": int, "whitening_sentences": int,
          "whitening_null_directions": int,  # zeroed by Whitening, not scaled
@@ -144,7 +150,8 @@ class ResultStore:
                         "backend", "git_commit", "date"}}}}
     ```
 
-    Spearman and Pearson are ×100. `results.md` is written beside it. Both
+    Spearman and Pearson are ×100. `results.md` and `su_table.md` (the
+    cells in Su's layout: `su_markdown`) are written beside it. All three
     files are replaced atomically: a reader never sees a partial file. A
     results.json that is not valid JSON or not of this schema raises
     `ResultsFileError` and is never overwritten.
@@ -166,6 +173,7 @@ class ResultStore:
         self.title = title
         self.json_path = self.directory / "results.json"
         self.markdown_path = self.directory / "results.md"
+        self.su_table_path = self.directory / "su_table.md"
         self.lock_path = self.directory / ".results.json.lock"
         self.claims_path = self.directory / ".results.json.claims"
         self.cells = {}
@@ -211,7 +219,7 @@ class ResultStore:
             _release(claim, self.claims_path / content_digest(key))
 
     def add(self, key, record):
-        """Stores one cell and rewrites both files atomically.
+        """Stores one cell and rewrites the three files atomically.
 
         Under the folder's lock: the cells on disk are read again and this
         cell added to them, so cells other runs added are kept. In a
@@ -226,6 +234,7 @@ class ResultStore:
             self.cells[key] = record
             atomic_files.write_json(self.json_path, {"schema": SCHEMA, "cells": self.cells})
             atomic_files.write_text(self.markdown_path, markdown(self.cells, self.title))
+            atomic_files.write_text(self.su_table_path, su_markdown(self.cells, self.title))
         self.release(key)
 
     @contextlib.contextmanager
@@ -392,6 +401,42 @@ def cell_columns(cell):
             " / ".join(f"{v:.2f}" for v in published), " / ".join(deltas))
 
 
+# The splits bojone/SimCSE's eval.py scores, in its order; `avg` and `w-avg`
+# (weighted by pairs) average them.
+AVERAGED_SPLITS = ("train", "valid", "test")
+AVERAGES = {"avg": False, "w-avg": True}
+
+
+def column_text(cell, column, split=None):
+    """A cell's Spearman in `column` on `split` (default: its reported one;
+    or `"avg"`, `"w-avg"`: `split_average`), as printed: `n/a` for b
+    without data to whiten on, `failed` for c or c+w of a failed cell, `-`
+    where the cell has no such number (no c, c not scored on that split or
+    not on all three, c+w not asked for)."""
+    split = split or cell["reported_split"]
+    if column in ("trained", "trained_whitening") and cell["status"] == FAILED:
+        return "failed"
+    scores = cell.get(column)
+    if scores is None:
+        return "n/a" if column == "whitening" and column in cell else "-"
+    if split in AVERAGES:
+        value = split_average(scores, AVERAGES[split])
+    else:
+        value = scores[split]["spearman"] if split in scores else None
+    return "-" if value is None else number(value)
+
+
+def split_average(scores, weighted=False):
+    """The mean Spearman of train, valid and test (`weighted`: weighted by
+    their pairs), as bojone/SimCSE's eval.py prints `avg` and `w-avg`;
+    None unless `scores` has all three splits."""
+    if any(split not in scores for split in AVERAGED_SPLITS):
+        return None
+    entries = [scores[split] for split in AVERAGED_SPLITS]
+    weights = [entry["n"] if weighted else 1 for entry in entries]
+    return sum(w * entry["spearman"] for w, entry in zip(weights, entries)) / sum(weights)
+
+
 def settings_labels(cells):
     """`{settings_id: "S1"}` in order of first appearance."""
     ids = list(dict.fromkeys(cell["settings_id"] for cell in cells))
@@ -402,13 +447,17 @@ def result_rows(cells):
     """Rows of the results table (header first): one per cell."""
     names = readable_names(cells)
     labels = settings_labels(cells)
-    # BERT-flow's column, beside whitening, when a cell has it.
+    # BERT-flow's column, beside whitening, and c+w, beside c, when a cell
+    # has them.
     flow = any("flow" in cell for cell in cells)
+    whitened = any("trained_whitening" in cell for cell in cells)
     rows = [("model", "pooling", "task", "method", "settings", "a raw",
              "b whitening", *(("flow",) if flow else ()), "c trained", "c std",
-             "seeds", "Su a / b / c", "Δ a / b / c")]
+             *(("c+w",) if whitened else ()), "seeds", "Su a / b / c", "Δ a / b / c")]
     for cell in cells:
         columns = cell_columns(cell)
+        if whitened:
+            columns = (*columns[:4], column_text(cell, "trained_whitening"), *columns[4:])
         if flow:
             flowed = number(reported(cell, "flow")[0]) if "flow" in cell else "-"
             columns = (*columns[:2], flowed, *columns[2:])
@@ -471,6 +520,95 @@ def markdown(cells_by_key, title=CHINESE_TITLE):
         + [_provenance_row(cell, names, labels) for cell in cells]
     )
     return "\n".join(lines) + "\n"
+
+
+SU_COLUMNS = {"raw": "a", "whitening": "b", "trained": "c", "trained_whitening": "c+w"}
+
+
+def su_markdown(cells_by_key, title=CHINESE_TITLE):
+    """su_table.md: the cells in the layout of Su's published table.
+
+    A section per method, protocol and settings (labelled S1, S2, ... as in
+    results.md); in it a table per split the cells were scored on (train,
+    valid, test, as bojone/SimCSE's eval.py prints them), then `avg` and
+    `w-avg`: the mean of the three splits and the mean weighted by their
+    pairs, where a column has all three. A row per model-pooling
+    (`BERT-P1`), a column per task, each entry `a / b / c` (`/ c+w` when
+    asked for); under a row of Su's models, Su's published a / b / c.
+    """
+    cells = list(cells_by_key.values())
+    lines = [f"# {title}, in Su's layout", ""]
+    if not cells:
+        return "\n".join(lines + ["No cells yet."]) + "\n"
+    lines += [
+        "Spearman ×100 laid out as Su Jianlin's table (\"SimCSE in Chinese\", "
+        "kexue.fm/archives/8348): a row per model-pooling (P1 cls, P2 pooler, "
+        "P3 last-avg, P4 first-last-avg), a column per task, each entry "
+        "**a** raw / **b** BERT-whitening / **c** trained by the section's "
+        "method (the mean over its seeds; their spread is in results.md), "
+        "and **c+w** where the run asked for it (`--postprocess "
+        "whitening,trained-whitening`): c's encoder whitened on its own "
+        "vectors of the protocol's whitening splits. A table per split, as "
+        "bojone/SimCSE's eval.py scores train, valid and test; **avg** is "
+        "their mean and **w-avg** their mean weighted by pairs (eval.py's "
+        "`avg` and `w-avg`), for a column scored on all three. `-`: no such "
+        "number (c is scored on `--trained-splits`, default test only); "
+        "`n/a`: b without data to whiten on. The rows **Su** give his "
+        "published a / b / c (unsupervised SimCSE; he does not say on which "
+        "split) under ours, where the model is his release. Every cell's "
+        "settings, versions and provenance: results.md.",
+    ]
+    names = readable_names(cells)
+    labels = settings_labels(cells)
+    sections = {}
+    for cell in cells:
+        place = (cell["method"], cell["protocol"], cell["settings_id"])
+        sections.setdefault(place, []).append(cell)
+    for (method, protocol, identifier), group in sections.items():
+        lines += ["", f"## {method}, protocol {protocol}, settings "
+                  f"{labels[identifier]} (`{identifier}`)"]
+        lines += _su_section(group, names)
+    return "\n".join(lines) + "\n"
+
+
+def _su_section(cells, names):
+    """The tables of one method, protocol and settings in Su's layout."""
+    tasks = list(dict.fromkeys(cell["task"] for cell in cells))
+    tasks.sort(key=lambda task: CHINESE_TASKS.index(task) if task in CHINESE_TASKS
+               else len(CHINESE_TASKS))
+    models = list(dict.fromkeys(cell["model_source"]["source"] for cell in cells))
+    # The latest cell of each place: a place holds two only when its task's
+    # data or kcse's numerics (`NUMERICS`) changed between runs (results.md
+    # shows both).
+    by_place = {}
+    for cell in sorted(cells, key=lambda cell: cell["provenance"]["date"]):
+        by_place[(cell["model_source"]["source"], cell["pooling"], cell["task"])] = cell
+    rows = sorted({place[:2] for place in by_place},
+                  key=lambda row: (models.index(row[0]), row[1]))
+    columns = [column for column in SU_COLUMNS
+               if any(column in cell for cell in cells)]
+    heading = " / ".join(SU_COLUMNS[column] for column in columns)
+    splits = list(dict.fromkeys(split for cell in cells for column in columns
+                                for split in (cell.get(column) or {})))
+    splits.sort(key=lambda split: AVERAGED_SPLITS.index(split)
+                if split in AVERAGED_SPLITS else len(AVERAGED_SPLITS))
+    averaged = any(split_average(cell["raw"]) is not None for cell in cells)
+    lines = []
+    for split in splits + (list(AVERAGES) if averaged else []):
+        table = [(f"{heading} ({split})", *tasks)]
+        for source, pooling in rows:
+            found = [by_place.get((source, pooling, task)) for task in tasks]
+            table.append((f"{names[source]}-{pooling}", *(
+                "" if cell is None else
+                " / ".join(column_text(cell, column, split) for column in columns)
+                for cell in found)))
+            if any(cell is not None and cell.get("published") for cell in found):
+                table.append(("Su", *(
+                    " / ".join(f"{value:.2f}" for value in cell["published"])
+                    if cell is not None and cell.get("published") else ""
+                    for cell in found)))
+        lines += ["", f"### {split}", ""] + _markdown_table(table)
+    return lines
 
 
 def _provenance_row(cell, names, labels):

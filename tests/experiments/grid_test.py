@@ -4,12 +4,17 @@ import json
 
 import numpy as np
 import pytest
+import scipy.stats
 
 import kcse
 from kcse.experiments import grid
+from kcse.experiments.command_line import postprocessing_list
 from kcse.experiments.protocols import PROTOCOLS
+from kcse.experiments.protocols import SPLITS
 from kcse.experiments.protocols import with_overrides
 from kcse.experiments.results import ResultStore
+from authors_references import bojone_whitened_cosines
+from authors_references import torch_cosine_similarity
 from tiny_grid import SPLIT_PAIRS
 from tiny_grid import cell_of
 from tiny_grid import plant_sentinels
@@ -65,6 +70,8 @@ def test_smoke_results_schema_and_resume(default_grid, capsys):
         assert cell["published"] is None
         assert cell["model_source"]["source"] == model.rsplit(":", 1)[0]
         assert cell["settings"]["max_sentences"] == 300 and cell["settings"]["seeds"] == 1
+        # c+w only when asked for: not in the cell, nor in its identity.
+        assert "trained_whitening" not in cell and "trained_whitening" not in cell["settings"]
         for column in ("raw", "whitening", "trained"):
             splits = {"test"} if column == "trained" else {"train", "valid", "test"}
             assert set(cell[column]) == splits
@@ -79,6 +86,13 @@ def test_smoke_results_schema_and_resume(default_grid, capsys):
     assert "[2/2] tiny_bert|P4|STS-B|su|simcse|" in first and "ETA" in first
     assert f"model tiny_bert: original bert checkpoint {model.rsplit(':', 1)[0]}" in first
     assert "c trained" in first and "Su Jianlin's published" not in first
+    su_table = (tmp_path / "out" / "su_table.md").read_text()
+    for pooling in ("P1", "P4"):
+        cell = cell_of(results["cells"], f"tiny_bert|{pooling}|STS-B|su|simcse")
+        assert (f"| tiny_bert-{pooling} | {cell['raw']['test']['spearman']:.2f} / "
+                f"{cell['whitening']['test']['spearman']:.2f} / "
+                f"{cell['trained']['test']['spearman']:.2f} |") in su_table
+    assert "su_table.md" in first
 
     run_recipe(tmp_path, model)
     second = capsys.readouterr().out
@@ -121,17 +135,10 @@ def test_raw_and_whitening_columns_equal_independent_computations(default_grid):
         # <= dim * eps(float32) of the largest) given a zero column.
         vectors = {split: encoder.encode(pairs.sentences1 + pairs.sentences2)
                    for split, pairs in data.items()}
-        everything = np.concatenate(list(vectors.values())).astype("float64")
-        mu = everything.mean(axis=0, keepdims=True)
-        u, s, _ = np.linalg.svd(np.cov(everything.T))
-        null = np.sqrt(s / s[0]) <= len(s) * np.finfo("float32").eps
-        assert null.sum() == null_directions == cell["whitening_null_directions"]
-        kernel = u[:, ~null] @ np.diag(1 / np.sqrt(s[~null]))
-        test = (vectors["test"] - mu) @ kernel
-        a, b = test[:37], test[37:]
-        cosine = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
-        import scipy.stats
-
+        cosine, null = bojone_whitened_cosines(
+            np.concatenate(list(vectors.values())), vectors["test"][:37],
+            vectors["test"][37:])
+        assert null == null_directions == cell["whitening_null_directions"]
         whitened = 100 * scipy.stats.spearmanr(data["test"].scores, cosine)[0]
         assert abs(cell["whitening"]["test"]["spearman"] - whitened) <= 0.01
 
@@ -204,3 +211,66 @@ def test_grid_runs_under_mirrored_strategy(tiny_setup, two_cpu_strategy):
     )
     cell = cell_of(store.cells, "tiny_bert|P1|STS-B|su|simcse")
     assert np.isfinite(cell["trained"]["test"]["spearman"])
+
+
+def test_trained_whitening_column_equals_bojone_whitening_of_the_trained_vectors(
+    tiny_setup, shared_data, monkeypatch
+):
+    """c+w (`--postprocess whitening,trained-whitening`): bojone/BERT-whitening's
+    compute_kernel_bias (numpy SVD: `authors_references.bojone_whitened_cosines`)
+    on the trained encoder's vectors of the su protocol's whitening splits
+    (all three, both sides), each split's pairs scored by scipy's Spearman.
+
+    Pairs of one sentence twice are left out of the task: their cosine is 1
+    in exact arithmetic, so float rounding alone decides how two
+    implementations rank them against each other (0.09 Spearman points on
+    this valid split), which says nothing about the whitening."""
+    assert postprocessing_list("trained-whitening") == ["whitening", "trained-whitening"]
+    tmp_path, model = tiny_setup
+    sample = {split: [pair for pair in pairs if pair[0] != pair[1]]
+              for split, pairs in stsb_sample(shared_data).items()}
+    write_task(tmp_path / "data", "STS-B", sample, lambda label: int(label))
+    # A learning rate at which 4 steps move the tiny model: c+w is not b.
+    protocol = with_overrides(PROTOCOLS["su"], max_sentences=64, batch_size=16,
+                              learning_rate=1e-3, trained_splits=SPLITS)
+    trained_vectors = []
+    encode_splits = grid.encode_splits
+
+    def recording(encoder, *args, **kwargs):
+        vectors = encode_splits(encoder, *args, **kwargs)
+        if not isinstance(encoder, grid.EveryPooling):  # The trained encoder's.
+            trained_vectors.append(vectors)
+        return vectors
+
+    monkeypatch.setattr(grid, "encode_splits", recording)
+
+    def read(task, split):
+        return kcse.data.read_chinese_task(tmp_path / "data", task, split)
+
+    store = ResultStore(tmp_path / "out")
+    grid.run_grid([model], ["P1"], ["STS-B"], read, protocol, store,
+                  postprocess=("whitening", "trained-whitening"))
+    cell = cell_of(store.cells, "tiny_bert|P1|STS-B|su|simcse")
+    assert cell["settings"]["trained_whitening"] is True
+    (vectors,) = trained_vectors
+    fit = np.concatenate([np.concatenate(vectors[split]) for split in SPLITS])
+    for split in SPLITS:
+        gold = read("STS-B", split).scores
+        plain = 100 * scipy.stats.spearmanr(gold, torch_cosine_similarity(*vectors[split]))[0]
+        assert abs(cell["trained"][split]["spearman"] - plain) <= 1e-5
+        cosine, null = bojone_whitened_cosines(fit, *vectors[split])
+        expected = 100 * scipy.stats.spearmanr(gold, cosine)[0]
+        assert abs(cell["trained_whitening"][split]["spearman"] - expected) <= 1e-5
+        assert abs(expected - plain) > 1e-3  # Whitening changed the number.
+    assert cell["runs"][0]["whitening_null_directions"] == null
+    # Its statistics are the trained vectors', not the raw ones' (b).
+    assert abs(cell["trained_whitening"]["test"]["spearman"]
+               - cell["whitening"]["test"]["spearman"]) > 1e-3
+    # Both tables show it: results.md a c+w column, su_table.md a / b / c / c+w
+    # on each split and on their average (all three scored here).
+    assert "| c trained | c std | c+w |" in (tmp_path / "out" / "results.md").read_text()
+    table = (tmp_path / "out" / "su_table.md").read_text()
+    average = " / ".join(
+        f"{np.average([cell[column][split]['spearman'] for split in SPLITS]):.2f}"
+        for column in ("raw", "whitening", "trained", "trained_whitening"))
+    assert f"### avg\n\n| a / b / c / c+w (avg) | STS-B |\n|---|---|\n| tiny_bert-P1 | {average} |" in table

@@ -241,6 +241,7 @@ RECIPE_CASES = {
         (["--compilation-cache", "{f}/a_file"], ["--compilation-cache", "is a file"]),
         (["--poolings", "P1,,P3"], ["--poolings", "an empty item in 'P1,,P3'"]),
         (["--postprocess", "whitening,"], ["--postprocess", "an empty item"]),
+        (["--postprocess", "whitening,c+w"], ["--postprocess", "'c+w'", "trained-whitening"]),
         (["--text-views", "synonym_substitution,word_deletion", "--synonyms",
           "{f}/synonyms_bad.txt"], ["--synonyms {f}/synonyms_bad.txt:2:"]),
     ],
