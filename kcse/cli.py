@@ -14,7 +14,6 @@ end the command with exit code 2 and one line saying what is wrong.
 """
 
 import argparse
-import dataclasses
 import errno
 import itertools
 import json
@@ -234,6 +233,7 @@ def check_arguments(args):
             arguments.check_input_folder(args.data_dir, "--data-dir")
         command_line.check_task_files(args.data_dir, [args.task])
         command_line.check_method_arguments(args.method, args)
+        command_line.check_train_file(args, args.method)
         command_line.check_speed_arguments(args)
         command_line.check_distributed(args)
     if args.output_kind:
@@ -388,6 +388,8 @@ def run_train(args):
     except (OSError, ValueError) as error:
         raise UsageError(one_line(error, data_dir)) from None
     check_scored_splits(args, data)
+    if args.train_sentences is not None:  # --train-file, read by check_arguments.
+        data[protocols.TRAIN_FILE] = args.train_sentences
     start_tensorflow(args.verbose)
     command_line.start_distributed(args)
     with command_line.keeping_dtype_policy():
@@ -457,6 +459,8 @@ def train(args, data):
         return evaluate_sts(encoder, ([prefix + s for s in test.sentences1],
                                       [prefix + s for s in test.sentences2], test.scores))
 
+    if args.train_sentences is not None:
+        print(protocols.train_file_line(args.train_sentences, protocol))
     before = test_spearman(encoder)
     print(f"{args.model} {encoder.pooling}, {args.task} test before: "
           f"Spearman {before['spearman']:.2f}")
@@ -479,7 +483,7 @@ def train(args, data):
         "training_samples": run.samples,
         "kept_step": run.kept_step,
         "training_seconds": run.seconds,
-        "settings": method.settings() | dataclasses.asdict(protocol)
+        "settings": method.settings() | protocols.protocol_settings(protocol)
         | {"seed": args.seed, "precision": args.precision},
         "provenance": run_provenance(),
     }
@@ -600,20 +604,16 @@ def shard(text):
 def read_texts(path, field):
     """Yields `(line_number, sentence)` of a text file or JSON lines, lazily.
 
-    A text file gives each line, ended by a line feed (or CR LF) only
-    (str.splitlines would also split inside a sentence at U+2028, U+0085,
-    form feeds...); JSON lines (`.jsonl`) the string `field` of each line's
+    A text file gives each line as `kcse.data.sentence_file.text_lines`
+    reads it; JSON lines (`.jsonl`) the string `field` of each line's
     object. A line that is not UTF-8, not JSON or without the field is a
     UsageError naming the file and line.
     """
-    with open(path, "rb") as file:
-        for number, raw in enumerate(file, start=1):
-            try:
-                line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
-            except UnicodeDecodeError as error:
-                raise UsageError(f"{path}:{number}: not UTF-8 text ({error.reason} at "
-                                 f"byte {error.start} of the line)") from None
-            line = line.removesuffix("\n").removesuffix("\r")
+    from kcse.data.sentence_file import NotUTF8Error
+    from kcse.data.sentence_file import text_lines
+
+    try:
+        for number, line in text_lines(path):
             if path.suffix != ".jsonl":
                 yield number, line
                 continue
@@ -624,6 +624,8 @@ def read_texts(path, field):
             if not isinstance(record, dict) or not isinstance(record.get(field), str):
                 raise UsageError(f"{path}:{number}: no string field {field!r}")
             yield number, record[field]
+    except NotUTF8Error as error:
+        raise UsageError(str(error)) from None
 
 
 # What `.jsonl` output records hold beside the text field.

@@ -1,7 +1,6 @@
 """The comparison grid: models × poolings × tasks, raw / whitening / trained."""
 
 import contextlib
-import dataclasses
 import gc
 import itertools
 import pathlib
@@ -17,6 +16,8 @@ from kcse.evaluation.sts import cosine_scores
 from kcse.evaluation.sts import sts_correlations
 from kcse.experiments.methods import SimCSEMethod
 from kcse.experiments.protocols import SPLITS
+from kcse.experiments.protocols import TRAIN_FILE
+from kcse.experiments.protocols import protocol_settings
 from kcse.experiments.training import train_once
 from kcse.experiments.published import published_cell
 from kcse.experiments.provenance import run_provenance
@@ -153,8 +154,8 @@ def diagnose(encoder, data, split, prefix):
     """
     from kcse.evaluation.anisotropy import anisotropy_report
 
-    corpus = [prefix + s for pairs in data.values() if pairs is not None
-              for s in pairs.sentences()]
+    corpus = [prefix + s for name in SPLITS if data.get(name) is not None
+              for s in data[name].sentences()]
     pairs = data[split]
     prefixed = ([prefix + s for s in pairs.sentences1],
                 [prefix + s for s in pairs.sentences2], pairs.scores)
@@ -341,7 +342,8 @@ def resolve_models(models, checkpoint_root=None):
 
 def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
              strategy=None, checkpoint_root=None, plot_dir=None, log=print,
-             method=None, seeds=1, diagnostics=False, postprocess=("whitening",)):
+             method=None, seeds=1, diagnostics=False, postprocess=("whitening",),
+             train_file=None):
     """Runs every cell not already in `store`, printing a line per cell.
 
     `models` are names for `resolve_model` or `ModelSpec`s;
@@ -367,7 +369,10 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
     training: `"whitening"` (column b, always) and `"flow"` (BERT-flow).
     The models are built under Keras' global dtype policy (the recipes'
     `--precision`), whose precision is a setting of every cell unless it
-    is float32 (`kcse.precision.precision_of()`).
+    is float32 (`kcse.precision.precision_of()`). `train_file`: the
+    `kcse.data.SentenceFile` of `--train-file`, which trains column c of
+    every task when `protocol` says so (`protocols.with_train_file`; its
+    digest is then a setting of every cell).
 
     Returns the keys of this grid's cells (in `store.cells`), in order.
     """
@@ -384,7 +389,7 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
         log(f"model {spec.name}: {spec.description}")
     data = {task: {split: read_task(task, split) for split in SPLITS} for task in tasks}
     settings = results.run_settings(
-        dataclasses.asdict(protocol), method.settings(), seed, seeds
+        protocol_settings(protocol), method.settings(), seed, seeds
     )
     if diagnostics:  # A cell without them does not answer a run that asks.
         settings["diagnostics"] = DIAGNOSTICS_REVISION
@@ -403,6 +408,9 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
                               for pairs in splits.values()])
         for task, splits in data.items()
     }
+    if train_file is not None:  # Keyed by its digest, in the settings.
+        for splits in data.values():
+            splits[TRAIN_FILE] = train_file
     cells = {}
     for spec in specs:
         for task in tasks:
