@@ -290,7 +290,12 @@ def add_training_arguments(parser):
 
 def sentence_count(text):
     """An argparse type: a positive number of sentences, or `all`."""
-    return "all" if text == "all" else arguments.positive_integer(text)
+    if text == "all":
+        return text
+    try:
+        return arguments.positive_integer(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1 or all; got {text!r}") from None
 
 
 def check_train_file(args, method):

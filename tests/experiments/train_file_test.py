@@ -8,6 +8,7 @@ import random
 import pytest
 
 from kcse import cli
+from kcse.arguments import UsageError
 from kcse.data import read_sentence_file
 from kcse.digests import content_digest
 from kcse.experiments import protocols
@@ -104,3 +105,15 @@ def test_a_bad_train_file_is_one_line_before_any_work(tiny, case, capsys):
     assert code == 2 and "model:" not in captured.out
     [line] = captured.err.splitlines()
     assert line.startswith("kcse train: error: ") and expected in line, line
+
+
+def test_sentences_all_keeps_every_training_sentence():
+    from kcse.experiments import command_line
+    from kcse.experiments import methods
+
+    parser = command_line.comparison_parser("doc\n\nmore", "out")
+    protocol = protocols.protocol_from_args(parser.parse_args(["--sentences", "all"]),
+                                            methods.SimCSEMethod())
+    assert protocol.max_sentences is None and protocol.sentence_limit("STS-B") is None
+    with pytest.raises(UsageError, match="--sentences: must be an integer >= 1 or all; got '0'"):
+        parser.parse_args(["--sentences", "0"])
