@@ -14,7 +14,6 @@ end the command with exit code 2 and one line saying what is wrong.
 """
 
 import argparse
-import dataclasses
 import errno
 import itertools
 import json
@@ -31,6 +30,7 @@ from kcse import interrupts
 from kcse.arguments import UsageError
 from kcse.data.chinese import CHINESE_TASKS
 from kcse.experiments import command_line
+from kcse.experiments import english_sts
 from kcse.experiments import methods
 from kcse.experiments import protocols
 from kcse.layers.pooling_rules import POOLING_NAMES
@@ -126,14 +126,27 @@ def build_parser():
         "evaluate", help="Spearman / Pearson of an encoder on STS files",
         description="Scores --model on labelled pair files (senteval_cn "
         ".data, stsb-multi-mt .csv, SemEval STS .tsv, SICK .txt) and prints "
-        "a table of Spearman and Pearson ×100.",
+        "a table of Spearman and Pearson ×100; or, with --suite english-sts, "
+        "prints the English table of the SimCSE and ConSERT papers.",
     )
     add_model_arguments(evaluate)
-    evaluate.add_argument("--data", type=pathlib.Path, nargs="+", required=True)
+    evaluate.add_argument("--data", type=pathlib.Path, nargs="+")
+    evaluate.add_argument("--suite", choices=(english_sts.SUITE,),
+                          help="instead of --data: STS12-16 (each year's sub-corpora "
+                          "pooled, one Spearman: SentEval's 'all', as "
+                          "princeton-nlp/SimCSE's evaluation.py reports), STS-B and "
+                          "SICK-R test, and their average, Spearman x100, from "
+                          "--data-dir")
+    evaluate.add_argument("--data-dir", type=pathlib.Path,
+                          help="--suite english-sts: the folder holding sts_en/STS12.."
+                          "STS16/*.test.tsv, sts_en/SICK/SICK_test_annotated.txt and "
+                          "stsb_multi_mt/stsb-en-test.csv (laid out as ../shared/data)")
+    evaluate.add_argument("--markdown", type=pathlib.Path,
+                          help="--suite english-sts: also write the table here")
     evaluate.add_argument("--batch-size", type=arguments.positive_integer, default=64)
     evaluate.add_argument("--json", type=pathlib.Path, help="also write the table here")
     evaluate.add_argument("--overwrite", action="store_true",
-                          help="replace a file already at --json")
+                          help="replace a file already at --json or --markdown")
     evaluate.set_defaults(run=run_evaluate, inputs=("data",), output_kind=None,
                           replaces="JSON")
 
@@ -200,6 +213,8 @@ def add_model_arguments(parser, max_length=True):
 
 def check_arguments(args):
     """Files, folders, models and flags that depend on each other, before any work."""
+    if args.command == "evaluate":
+        check_evaluate_arguments(args)
     for name in args.inputs:
         value = getattr(args, name)
         for path in value if isinstance(value, list) else [value]:
@@ -218,16 +233,47 @@ def check_arguments(args):
             arguments.check_input_folder(args.data_dir, "--data-dir")
         command_line.check_task_files(args.data_dir, [args.task])
         command_line.check_method_arguments(args.method, args)
+        command_line.check_train_file(args, args.method)
         command_line.check_speed_arguments(args)
         command_line.check_distributed(args)
     if args.output_kind:
         arguments.check_output(args.output, "--output", folder=args.output_kind == "folder",
                                suffixes=(".npy", ".jsonl") if args.command == "encode" else ())
-    if getattr(args, "json", None) is not None:
-        arguments.check_output(args.json, "--json", folder=False)
+    for flag in ("json", "markdown"):
+        if getattr(args, flag, None) is not None:
+            arguments.check_output(getattr(args, flag), f"--{flag}", folder=False)
     replaced = replaced_output(args)
     if replaced is not None and not args.overwrite:
         raise UsageError(f"{replaced} exists: pass --overwrite to replace it")
+
+
+def check_evaluate_arguments(args):
+    """`kcse evaluate` scores either --data files or --suite: the flags of
+    the one given; a suite's data files are all there."""
+    if (args.data is None) == (args.suite is None):
+        raise UsageError("give either --data FILE... or --suite english-sts")
+    if args.suite is None:
+        for flag in ("data_dir", "markdown"):
+            if getattr(args, flag) is not None:
+                raise UsageError(f"--{flag.replace('_', '-')} is for --suite english-sts")
+        return
+    args.inputs = ()
+    if args.data_dir is None:
+        raise UsageError("--suite english-sts needs --data-dir (the folder of sts_en/ "
+                         "and stsb_multi_mt/, laid out as ../shared/data)")
+    arguments.check_input_folder(args.data_dir, "--data-dir")
+    try:
+        args.sets = english_sts.read_english_suite(args.data_dir)
+    except (OSError, ValueError) as error:  # UnicodeDecodeError included.
+        raise UsageError(f"--data-dir: {one_line(error, args.data_dir)}") from None
+    from kcse.evaluation.sts import check_scorable
+
+    for name, pairs in args.sets.items():
+        try:
+            check_scorable(pairs)  # At least 2 pairs; gold scores not all equal.
+        except ValueError as error:
+            raise UsageError(f"--suite english-sts {name}: "
+                             f"{one_line(error, pairs.source)}") from None
 
 
 def replaced_output(args):
@@ -237,7 +283,9 @@ def replaced_output(args):
         path = args.output / "encoder.keras"
         return path if path.exists() else None
     if kind == "JSON":
-        return args.json if args.json is not None and args.json.exists() else None
+        existing = [path for path in (args.json, getattr(args, "markdown", None))
+                    if path is not None and path.exists()]
+        return existing[0] if existing else None
     if kind == "OUTPUT" and args.output.exists():
         if not args.output.is_dir() or any(args.output.iterdir()):
             return args.output
@@ -340,6 +388,8 @@ def run_train(args):
     except (OSError, ValueError) as error:
         raise UsageError(one_line(error, data_dir)) from None
     check_scored_splits(args, data)
+    if args.train_sentences is not None:  # --train-file, read by check_arguments.
+        data[protocols.TRAIN_FILE] = args.train_sentences
     start_tensorflow(args.verbose)
     command_line.start_distributed(args)
     with command_line.keeping_dtype_policy():
@@ -409,6 +459,8 @@ def train(args, data):
         return evaluate_sts(encoder, ([prefix + s for s in test.sentences1],
                                       [prefix + s for s in test.sentences2], test.scores))
 
+    if args.train_sentences is not None:
+        print(protocols.train_file_line(args.train_sentences, protocol))
     before = test_spearman(encoder)
     print(f"{args.model} {encoder.pooling}, {args.task} test before: "
           f"Spearman {before['spearman']:.2f}")
@@ -431,7 +483,7 @@ def train(args, data):
         "training_samples": run.samples,
         "kept_step": run.kept_step,
         "training_seconds": run.seconds,
-        "settings": method.settings() | dataclasses.asdict(protocol)
+        "settings": method.settings() | protocols.protocol_settings(protocol)
         | {"seed": args.seed, "precision": args.precision},
         "provenance": run_provenance(),
     }
@@ -465,6 +517,8 @@ def save_trained(encoder, path):
 
 
 def run_evaluate(args):
+    if args.suite is not None:
+        return run_english_suite(args)
     pairs = read_pair_files(args.data)
     start_tensorflow(args.verbose)
     from kcse.evaluation.sts import UndefinedCorrelationError
@@ -498,6 +552,30 @@ def run_evaluate(args):
         atomic_files.write_json(args.json, rows)
 
 
+def run_english_suite(args):
+    """`kcse evaluate --suite english-sts`: the papers' table of --model,
+    printed, and written to --markdown and --json when given."""
+    start_tensorflow(args.verbose)
+    from kcse.evaluation.sts import UndefinedCorrelationError
+
+    encoder, prefix, source = load_encoder(args, inference_only=True)
+    try:
+        results = english_sts.evaluate_english_suite(encoder, args.sets, prefix,
+                                                     args.batch_size)
+    except UndefinedCorrelationError as error:
+        raise CommandFailed(one_line(error, args.model)) from None
+    table = english_sts.suite_markdown(args.model, results)
+    print(f"{args.model}: pooling {encoder.pooling}, prefix {prefix!r}\n")
+    print(table, end="")
+    if args.markdown:
+        atomic_files.write_text(args.markdown, table)
+    if args.json:
+        atomic_files.write_json(args.json, {
+            "suite": args.suite, "model": args.model, "model_source": source,
+            "pooling": encoder.pooling, "prefix": prefix,
+            "data_dir": str(args.data_dir.resolve())} | results)
+
+
 class Shard(typing.NamedTuple):
     """Shard `index` of `count` of a file's lines: lines index, index + count, ..."""
 
@@ -526,20 +604,16 @@ def shard(text):
 def read_texts(path, field):
     """Yields `(line_number, sentence)` of a text file or JSON lines, lazily.
 
-    A text file gives each line, ended by a line feed (or CR LF) only
-    (str.splitlines would also split inside a sentence at U+2028, U+0085,
-    form feeds...); JSON lines (`.jsonl`) the string `field` of each line's
+    A text file gives each line as `kcse.data.sentence_file.text_lines`
+    reads it; JSON lines (`.jsonl`) the string `field` of each line's
     object. A line that is not UTF-8, not JSON or without the field is a
     UsageError naming the file and line.
     """
-    with open(path, "rb") as file:
-        for number, raw in enumerate(file, start=1):
-            try:
-                line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
-            except UnicodeDecodeError as error:
-                raise UsageError(f"{path}:{number}: not UTF-8 text ({error.reason} at "
-                                 f"byte {error.start} of the line)") from None
-            line = line.removesuffix("\n").removesuffix("\r")
+    from kcse.data.sentence_file import NotUTF8Error
+    from kcse.data.sentence_file import text_lines
+
+    try:
+        for number, line in text_lines(path):
             if path.suffix != ".jsonl":
                 yield number, line
                 continue
@@ -550,6 +624,8 @@ def read_texts(path, field):
             if not isinstance(record, dict) or not isinstance(record.get(field), str):
                 raise UsageError(f"{path}:{number}: no string field {field!r}")
             yield number, record[field]
+    except NotUTF8Error as error:
+        raise UsageError(str(error)) from None
 
 
 # What `.jsonl` output records hold beside the text field.

@@ -9,8 +9,12 @@ sentences of the STS-B train split through `model.fit` (progress bar and an
     python recipes/english_simcse.py --data-dir ../shared/data
 
 `--data-dir` holds `stsb_multi_mt/stsb-en-{train,dev,test}.csv`. The model
-can be any keras-hub preset or local folder (`--model`). Results go to
-`--output` (results.json and the trained encoder, encoder.keras).
+can be any keras-hub preset or local folder (`--model`). `--train-file`
+trains on a text file's sentences, one a line (as princeton-nlp/SimCSE on
+wiki1m_for_simcse.txt), instead of STS-B train's. Results go to `--output`
+(results.json and the trained encoder, encoder.keras); score it on the
+papers' English table with `kcse evaluate --suite english-sts --model
+OUTPUT/encoder.keras --data-dir ../shared/data`.
 """
 
 import argparse
@@ -46,7 +50,13 @@ def parse_args(argv=None):
         "--data-dir", type=pathlib.Path, default=REPO.parent / "shared" / "data"
     )
     parser.add_argument("--language", default="en", help="stsb-multi-mt language")
-    parser.add_argument("--sentences", type=arguments.positive_integer, default=2000)
+    parser.add_argument("--sentences", type=arguments.positive_integer, default=2000,
+                        help="training sentences, drawn with --seed")
+    parser.add_argument("--train-file", type=pathlib.Path, default=None,
+                        help="train on this text file's sentences, one a line (UTF-8; "
+                        "blank lines left out, duplicates kept), as princeton-nlp/SimCSE's "
+                        "train.py --train_file wiki1m_for_simcse.txt, instead of the "
+                        "distinct sentences of STS-B train")
     parser.add_argument("--batch-size", type=arguments.integer(minimum=SMALLEST_BATCH),
                         default=64)
     parser.add_argument("--learning-rate", type=arguments.positive_number, default=3e-5)
@@ -81,6 +91,7 @@ def parse_args(argv=None):
                                        "--data-dir")
         arguments.check_output(args.output, "--output", folder=True)
         check_speed_arguments(args)
+        args.train_sentences = read_train_file(args.train_file)
     except arguments.UsageError as error:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
         sys.exit(2)
@@ -102,6 +113,32 @@ def default_model():
 
 def stsb_file(data_dir, language, split):
     return data_dir / "stsb_multi_mt" / f"stsb-{language}-{split}.csv"
+
+
+def read_train_file(path):
+    """`--train-file`'s `kcse.data.SentenceFile` (None without one), read
+    whole before any work: a problem with it is a UsageError."""
+    if path is None:
+        return None
+    from kcse import arguments
+    from kcse.data import read_sentence_file
+
+    arguments.check_input_file(path, "--train-file")
+    try:
+        return read_sentence_file(path)
+    except (OSError, ValueError) as error:
+        raise arguments.UsageError(f"--train-file {' '.join(str(error).split())}") from None
+
+
+def file_sentences(sentence_file, count, seed):
+    """`count` of the file's sentences (all when it has fewer), drawn with `seed`
+    as the comparison's protocols draw them."""
+    from kcse.experiments import protocols
+
+    protocol = protocols.with_train_file(
+        protocols.with_overrides(protocols.STSB_PROTOCOL, max_sentences=count), sentence_file)
+    return protocols.training_sentences({protocols.TRAIN_FILE: sentence_file}, protocol,
+                                        "STS-B", seed)
 
 
 def training_sentences(pairs, count, seed):
@@ -146,7 +183,12 @@ def train(args, model):
     train = kcse.data.read_pairs(stsb_file(args.data_dir, args.language, "train"))
     dev = kcse.data.read_pairs(stsb_file(args.data_dir, args.language, "dev"))
     test = kcse.data.read_pairs(stsb_file(args.data_dir, args.language, "test"))
-    sentences = training_sentences(train, args.sentences, args.seed)
+    if args.train_sentences is None:
+        sentences = training_sentences(train, args.sentences, args.seed)
+        origin = f"STS-B train sentences ({args.language})"
+    else:
+        sentences = file_sentences(args.train_sentences, args.sentences, args.seed)
+        origin = f"sentences of {args.train_file} (digest {args.train_sentences.digest})"
 
     encoder = kcse.SentenceEncoder.from_preset(
         model,
@@ -182,8 +224,8 @@ def train(args, model):
         "test": kcse.evaluation.evaluate_sts(encoder, test),
     }
 
-    print(f"\nSimCSE on {len(sentences)} STS-B train sentences "
-          f"({args.language}), {seconds:.0f} s of training, model {model}")
+    print(f"\nSimCSE on {len(sentences)} {origin}, {seconds:.0f} s of training, "
+          f"model {model}")
     print(f"{'Spearman x100':<16}{'dev':>8}{'test':>8}")
     for name, result in (("before", before), ("after", after)):
         print(f"{name:<16}{result['dev']['spearman']:>8.2f}"
@@ -193,9 +235,10 @@ def train(args, model):
 
     encoder.save(args.output / "encoder.keras")
     results = {
-        "arguments": {k: str(v) for k, v in vars(args).items()},
+        "arguments": {k: str(v) for k, v in vars(args).items() if k != "train_sentences"},
         "model": model,
         "training_sentences": len(sentences),
+        "train_file_digest": args.train_sentences and args.train_sentences.digest,
         "training_seconds": seconds,
         "before": before,
         "after": after,

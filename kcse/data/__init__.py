@@ -10,6 +10,8 @@
 - `read_english_sts(data_dir, name)`: STS12–16 (pooled sub-corpora), STS-B,
   SICK-R; `read_stsb_multi_mt(data_dir, language, split)` (`english.py`).
 - `read_nli(path)` and `nli_triplets(...)`: SNLI / CNSD JSON lines (`nli.py`).
+- `read_sentence_file(path)`: a text file of training sentences, one a
+  line (`--train-file`; `sentence_file.py`).
 - `file_checksum(path)`, `verify_card(card, data_dir)`: SHA-256 against a
   data card (`checksums.py`).
 - CLEAR's text views (`text_views.py`): `WordDeletion`, `SpanDeletion`,
@@ -49,6 +51,8 @@ _EXPORTS = {
     "NLIPairs": "kcse.data.nli",
     "NLITriplets": "kcse.data.nli",
     "NLI_LABELS": "kcse.data.nli",
+    "read_sentence_file": "kcse.data.sentence_file",
+    "SentenceFile": "kcse.data.sentence_file",
     "file_checksum": "kcse.data.checksums",
     "verify_card": "kcse.data.checksums",
     "WordDeletion": "kcse.data.text_views",

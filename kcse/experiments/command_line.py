@@ -249,11 +249,19 @@ def add_training_arguments(parser):
     """The protocol's settings, as flags (None: the protocol's or method's)."""
     settings = parser.add_argument_group(
         "training (defaults: the protocol's, i.e. Su's, unless the method's differ)")
-    settings.add_argument("--sentences", type=arguments.positive_integer,
+    settings.add_argument("--sentences", type=sentence_count,
                           default=DEFAULT_SENTENCES,
-                          help="unlabelled training sentences per task (Su: "
-                          "10000; PAWSX always uses all; default "
+                          help="unlabelled training sentences per task, drawn "
+                          "with --seed, or all (Su: 10000; PAWSX always uses all; "
+                          "--train-file's are limited too; default "
                           f"{DEFAULT_SENTENCES} to save time on a CPU)")
+    settings.add_argument("--train-file", type=pathlib.Path,
+                          help="train the unsupervised methods on this text file's "
+                          "sentences, one a line (UTF-8; blank lines left out, "
+                          "duplicates kept), instead of the task's splits, as "
+                          "princeton-nlp/SimCSE's unsupervised runs train on "
+                          "wiki1m_for_simcse.txt (train.py --train_file); "
+                          "--sentences N of them, drawn with --seed (all: every one)")
     settings.add_argument("--epochs", type=arguments.positive_integer)
     settings.add_argument("--batch-size", type=arguments.integer(minimum=SMALLEST_BATCH),
                           help="sentences per (global) batch, at least "
@@ -285,6 +293,39 @@ def add_training_arguments(parser):
     settings.add_argument("--select-on-valid", action=argparse.BooleanOptionalAction,
                           help="keep the best step on valid (default: the "
                           "protocol's: clean yes, su no)")
+
+
+def sentence_count(text):
+    """An argparse type: a positive number of sentences, or `all`."""
+    if text == "all":
+        return text
+    try:
+        return arguments.positive_integer(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1 or all; got {text!r}") from None
+
+
+def check_train_file(args, method):
+    """`args.train_sentences`: `--train-file`'s `SentenceFile` (None without).
+
+    The file is read whole here, before TensorFlow starts: an unreadable
+    file, a line not UTF-8 (`FILE:LINE`) or no sentence is a UsageError;
+    so is a method that does not train on unlabelled sentences.
+    """
+    args.train_sentences = None
+    if getattr(args, "train_file", None) is None:
+        return
+    if not METHODS[method].trains_on_sentences(args):
+        raise arguments.UsageError(
+            f"--train-file: --method {method} trains on labelled pairs, not on "
+            "unlabelled sentences; use it with an unsupervised method")
+    arguments.check_input_file(args.train_file, "--train-file")
+    from kcse.data.sentence_file import read_sentence_file
+
+    try:
+        args.train_sentences = read_sentence_file(args.train_file)
+    except (OSError, ValueError) as error:
+        raise arguments.UsageError(f"--train-file {' '.join(str(error).split())}") from None
 
 
 def add_method_arguments(parser, names):
@@ -342,6 +383,7 @@ def check_comparison_arguments(args, method):
     if args.plot and not _importable("matplotlib"):
         raise arguments.UsageError('--plot needs matplotlib: pip install -e ".[plot]"')
     check_method_arguments(method, args)
+    check_train_file(args, method)
     check_speed_arguments(args)
     check_distributed(args)
 

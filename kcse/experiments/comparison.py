@@ -21,6 +21,7 @@ from kcse.experiments import grid
 from kcse.experiments.methods import SimCSEMethod
 from kcse.experiments.protocols import SPLITS
 from kcse.experiments.protocols import protocol_from_args
+from kcse.experiments.protocols import train_file_line
 from kcse.experiments.provenance import run_provenance
 from kcse.experiments.published import published_reference
 from kcse.experiments.results import CHINESE_TITLE
@@ -97,8 +98,8 @@ def run_comparison(args, method=None, log=print, raw_cache=None):
     policy, which `recipe_main` sets from `--precision`
     (`command_line.start_speed`) before calling this. Raises
     `ComparisonError` (one line) for inputs it cannot use, before any model
-    is loaded. `raw_cache`: `grid.run_grid`'s. Returns `(store, keys)`: the keys of the grid's cells, which
-    may have failed (`check_cells`).
+    is loaded. `raw_cache`: `grid.run_grid`'s. Returns `(store, keys)`:
+    the keys of the grid's cells, which may have failed (`check_cells`).
     """
     method = method or SimCSEMethod()
     protocol = protocol_from_args(args, method)
@@ -131,7 +132,7 @@ def run_comparison(args, method=None, log=print, raw_cache=None):
         f"{origin['tensorflow']}, backend {origin['backend']}")
     su = not multilingual
     log(f"kcse {title}, {method.title}, protocol {protocol.name}: "
-        f"{sentences} training sentences per task"
+        f"{sentences or 'all'} training sentences per task"
         f"{' (Su: 10000; pass --sentences 10000)' if su and sentences != 10000 else ''}, "
         f"poolings {','.join(args.poolings)}"
         f"{' (Su: P1,P2,P3,P4)' if su and args.poolings != list(SU_POOLINGS) else ''}, "
@@ -143,6 +144,9 @@ def run_comparison(args, method=None, log=print, raw_cache=None):
         f"data {data_dir}, "
         + (f"MirroredStrategy over {strategy.num_replicas_in_sync} GPUs"
            if strategy else "one device"))
+    train_file = getattr(args, "train_sentences", None)  # --train-file, read.
+    if train_file is not None:
+        log(train_file_line(train_file, protocol))
     start = time.time()
     try:
         keys = grid.run_grid(
@@ -153,6 +157,7 @@ def run_comparison(args, method=None, log=print, raw_cache=None):
             diagnostics=getattr(args, "diagnostics", False),
             postprocess=getattr(args, "postprocess", ("whitening",)),
             raw_cache=raw_cache,
+            train_file=train_file,
         )
     except model_sources.SequenceLengthError as error:
         raise ComparisonError(f"{error}: give --max-length (PAWSX: --long-max-length) "

@@ -1,7 +1,6 @@
 """The comparison grid: models × poolings × tasks, raw / whitening / trained."""
 
 import contextlib
-import dataclasses
 import gc
 import itertools
 import pathlib
@@ -17,6 +16,8 @@ from kcse.evaluation.sts import cosine_scores
 from kcse.evaluation.sts import sts_correlations
 from kcse.experiments.methods import SimCSEMethod
 from kcse.experiments.protocols import SPLITS
+from kcse.experiments.protocols import TRAIN_FILE
+from kcse.experiments.protocols import protocol_settings
 from kcse.experiments.training import train_once
 from kcse.experiments.published import published_cell
 from kcse.experiments.provenance import run_provenance
@@ -154,8 +155,8 @@ def diagnose(encoder, data, split, prefix):
     """
     from kcse.evaluation.anisotropy import anisotropy_report
 
-    corpus = [prefix + s for pairs in data.values() if pairs is not None
-              for s in pairs.sentences()]
+    corpus = [prefix + s for name in SPLITS if data.get(name) is not None
+              for s in data[name].sentences()]
     pairs = data[split]
     prefixed = ([prefix + s for s in pairs.sentences1],
                 [prefix + s for s in pairs.sentences2], pairs.scores)
@@ -381,7 +382,7 @@ def resolve_models(models, checkpoint_root=None):
 def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
              strategy=None, checkpoint_root=None, plot_dir=None, log=print,
              method=None, seeds=1, diagnostics=False, postprocess=("whitening",),
-             raw_cache=None):
+             raw_cache=None, train_file=None):
     """Runs every cell not already in `store`, printing a line per cell.
 
     `models` are names for `resolve_model` or `ModelSpec`s;
@@ -414,7 +415,10 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
     is float32 (`kcse.precision.precision_of()`). `raw_cache`, a dict the
     caller keeps across grids of other settings (a sweep's values), holds
     the raw vectors by model, data, pooling, length and precision, so each
-    is encoded once.
+    is encoded once. `train_file`: the
+    `kcse.data.SentenceFile` of `--train-file`, which trains column c of
+    every task when `protocol` says so (`protocols.with_train_file`; its
+    digest is then a setting of every cell).
 
     Returns the keys of this grid's cells (in `store.cells`), in order.
     """
@@ -431,7 +435,7 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
         log(f"model {spec.name}: {spec.description}")
     data = {task: {split: read_task(task, split) for split in SPLITS} for task in tasks}
     settings = results.run_settings(
-        dataclasses.asdict(protocol), method.settings(), seed, seeds
+        protocol_settings(protocol), method.settings(), seed, seeds
     )
     if diagnostics:  # A cell without them does not answer a run that asks.
         settings["diagnostics"] = DIAGNOSTICS_REVISION
@@ -454,6 +458,9 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
         for task, splits in data.items()
     }
     raw_cache = {} if raw_cache is None else raw_cache
+    if train_file is not None:  # Keyed by its digest, in the settings.
+        for splits in data.values():
+            splits[TRAIN_FILE] = train_file
     cells = {}
     for spec in specs:
         for task in tasks:

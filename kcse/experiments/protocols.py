@@ -4,6 +4,9 @@ import dataclasses
 import random
 
 SPLITS = ("train", "valid", "test")
+# The training "split" of `--train-file`: the data's entry holding the
+# file's `kcse.data.SentenceFile`, which trains instead of the task's splits.
+TRAIN_FILE = "train_file"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,6 +30,10 @@ class Protocol:
         epochs, batch_size, learning_rate, hidden_dropout, temperature,
         negatives, max_length: SimCSE training settings; `max_length` is
         the token length (PAWSX: `long_max_length`).
+        train_file_digest: the content digest of `--train-file`'s sentences
+            (`SentenceFile.digest`) when they train (`training_splits` is
+            `(TRAIN_FILE,)`), else None; in a result's settings only when
+            set (`protocol_settings`).
     """
 
     name: str
@@ -44,14 +51,18 @@ class Protocol:
     max_length: int = 64
     long_max_length: int = 128
     eval_every: int = 50
+    train_file_digest: str = None
 
     def sequence_length(self, task):
         """PAWSX's long sentence pairs get `long_max_length` (Su: 128)."""
         return self.long_max_length if task == "PAWSX" else self.max_length
 
     def sentence_limit(self, task):
-        """Su keeps every PAWSX sentence and 10,000 of the other tasks'."""
-        return None if task == "PAWSX" else self.max_sentences
+        """Su keeps every PAWSX sentence and 10,000 of the other tasks';
+        `--train-file`'s sentences are limited by `max_sentences` only."""
+        if task == "PAWSX" and self.train_file_digest is None:
+            return None
+        return self.max_sentences
 
 
 PROTOCOLS = {
@@ -105,6 +116,35 @@ def training_sentences(data, protocol, task, seed):
     return sentences if limit is None else sentences[:limit]
 
 
+def protocol_settings(protocol):
+    """`protocol`'s fields as a result's settings: `train_file_digest` only
+    when a file trains, so that results from before `--train-file` keep
+    their identity."""
+    settings = dataclasses.asdict(protocol)
+    if settings["train_file_digest"] is None:
+        del settings["train_file_digest"]
+    return settings
+
+
+def with_train_file(protocol, sentence_file):
+    """`protocol` training on `sentence_file` (a `kcse.data.SentenceFile`,
+    put in the data as `data[TRAIN_FILE]`) instead of the task's splits."""
+    return dataclasses.replace(protocol, training_splits=(TRAIN_FILE,),
+                               train_file_digest=sentence_file.digest)
+
+
+def train_file_line(sentence_file, protocol):
+    """What `--train-file` trains on, in words: how many of its sentences."""
+    count, limit = len(sentence_file), protocol.max_sentences
+    blank = len(sentence_file.blank_lines)
+    used = (f"all {count}" if limit is None or limit >= count else f"{limit} of {count}")
+    return (f"training sentences: {used} of {sentence_file.source} (digest "
+            f"{sentence_file.digest}"
+            + (f"; {blank} blank line{'s' * (blank != 1)} left out" if blank else "")
+            + (f"; --sentences {limit} asks for more than the file has"
+               if limit is not None and limit > count else "") + ")")
+
+
 def with_overrides(protocol, **overrides):
     """`protocol` with the given fields replaced (None values are ignored)."""
     changes = {k: v for k, v in overrides.items() if v is not None}
@@ -113,12 +153,18 @@ def with_overrides(protocol, **overrides):
 
 def protocol_from_args(args, method):
     """The protocol `args.protocol` names, with `method`'s paper settings
-    (`protocol_defaults`), then the user's flags (None: not given)."""
+    (`protocol_defaults`), then the user's flags (None: not given);
+    `--train-file`'s sentences (`args.train_sentences`) train when given,
+    `--sentences all` keeps every training sentence."""
     base = STSB_PROTOCOL if args.protocol == STSB_PROTOCOL.name else PROTOCOLS[args.protocol]
     protocol = with_overrides(base, **method.protocol_defaults)
+    if getattr(args, "train_sentences", None) is not None:  # --train-file, read.
+        protocol = with_train_file(protocol, args.train_sentences)
+    if args.sentences == "all":
+        protocol = dataclasses.replace(protocol, max_sentences=None)
     return with_overrides(
         protocol,
-        max_sentences=args.sentences,
+        max_sentences=None if args.sentences == "all" else args.sentences,
         epochs=args.epochs,
         batch_size=args.batch_size,
         learning_rate=args.learning_rate,

@@ -212,6 +212,38 @@ def test_changed_data_is_a_new_cell(first_run, tmp_path, capsys):
     assert sorted(cell["raw"]["test"]["n"] for cell in cells.values()) == [36, 37]
 
 
+def test_a_train_file_is_keyed_by_its_sentences(first_run, tmp_path, capsys):
+    """--train-file: a new cell beside the one trained on the splits, whose
+    settings hold the digest of the file's sentences, and kept for a file
+    of the same sentences with other line endings and blank lines (a file
+    of other sentences has another digest: train_file_test.py)."""
+    from kcse.digests import content_digest
+
+    folder, model, old_cells = first_run
+    shutil.copytree(folder / "out", tmp_path / "out")
+    (tmp_path / "data").symlink_to(folder / "data")
+    ((old_key, old),) = old_cells.items()
+    assert "train_file_digest" not in old["settings"]  # Cells before --train-file kept.
+    sentences = [f"{i}个人在弹吉他。" for i in range(48)]
+    (tmp_path / "a.txt").write_text("\n".join(sentences) + "\n", encoding="utf-8")
+    (tmp_path / "same.txt").write_bytes(("\r\n\r\n".join(sentences)).encode("utf-8"))
+    run(tmp_path, model, "out", "--train-file", str(tmp_path / "a.txt"))
+    capsys.readouterr()
+    run(tmp_path, model, "out", "--train-file", str(tmp_path / "same.txt"))
+    out = capsys.readouterr().out
+    assert "1 cell(s) with these settings already in" in out
+    assert (f"training sentences: all 48 of {tmp_path / 'same.txt'} (digest "
+            f"{content_digest(sentences)}; 47 blank lines left out; --sentences 64 asks "
+            "for more than the file has)") in out
+    cells = strict_cells(tmp_path)
+    assert cells[old_key] == old and len(cells) == 2
+    (new_key,) = set(cells) - {old_key}
+    new = cells[new_key]
+    assert new["status"] == results.DONE and new["training_samples"] == 48
+    assert new["settings"] == old["settings"] | {
+        "train_file_digest": content_digest(sentences), "training_splits": ["train_file"]}
+
+
 def test_two_models_with_one_folder_name_never_share_a_cell(tmp_path, shared_data, capsys):
     sample = stsb_sample(shared_data)
     write_task(tmp_path / "data", "STS-B", sample, lambda label: int(label))

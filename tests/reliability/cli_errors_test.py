@@ -61,6 +61,7 @@ def files(tmp_path_factory):
     (folder / "texts.txt").write_text("你好\n今天天气很好\n", encoding="utf-8")
     (folder / "pairs.data").write_text("一个人\t两个人\t3\n猫\t狗\t1\n", encoding="utf-8")
     (folder / "a_file").write_text("not a folder")
+    (folder / "not_utf8.txt").write_bytes(b"fine\n\xe9t\xe9\n")  # Latin-1 on line 2.
     (folder / "existing.npy").write_bytes(b"mine")
     (folder / "existing.json").write_text("[]")
     (folder / "a_folder").mkdir()
@@ -248,18 +249,24 @@ RECIPE_CASES = {
     "consert": [
         (["--views", "adversarial:0,shuffle"], ["--views", "adversarial:0", "> 0"]),
         (["--mode", "joint"], ["--mode joint", "--nli"]),
+        (["--train-file", "{f}/not_utf8.txt"],
+         ["--train-file {f}/not_utf8.txt:2: not UTF-8 text"]),
         (["--contrastive-weight", "-1"], ["--contrastive-weight", ">= 0"]),
     ],
     "sg_opt": [(["--projection-dim", "0"], ["--projection-dim", ">= 1"])],
     "sup_simcse": [
         (["--nli", "{f}/a_folder"], ["--nli", "is a folder"]),
         (["--hard-negative-weight", "nan"], ["--hard-negative-weight", "finite"]),
+        (["--train-file", "{f}/texts.txt"],
+         ["--train-file: --method sup_simcse trains on labelled pairs"]),
     ],
     "english_simcse": [
         (["--epochs", "0"], ["--epochs", ">= 1"]),
         (["--language", "xx"], ["--data-dir", "stsb-xx-train.csv: no such file"]),
         (["--hidden-dropout", "1.5"], ["--hidden-dropout", "< 1"]),
         (["--precision", "half"], ["--precision", "'half'"]),
+        (["--train-file", "{f}/not_utf8.txt"],
+         ["--train-file {f}/not_utf8.txt:2: not UTF-8 text"]),
     ],
 }
 

@@ -132,6 +132,10 @@ class ConSERTMethod(Method):
             stages = {stage: list(self.views) for stage in stages}
         return stages
 
+    @classmethod
+    def trains_on_sentences(cls, args):
+        return args.mode.startswith("unsup") or args.mode.endswith("-unsup")
+
     def missing_training_data(self, data, protocol):
         if self.mode.startswith("unsup") or self.mode.endswith("-unsup"):
             return super().missing_training_data(data, protocol)

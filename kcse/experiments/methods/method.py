@@ -74,6 +74,12 @@ class Method:
         files, before TensorFlow starts; a `UsageError` names the flag."""
 
     @classmethod
+    def trains_on_sentences(cls, args):
+        """Whether the method, as `args` set it, trains on unlabelled
+        sentences (the protocol's splits', or `--train-file`'s)."""
+        return True
+
+    @classmethod
     def from_args(cls, args, rematerialize=False):
         """The method its flags describe (files are read here: an
         unreadable one is an OSError, bad contents a ValueError)."""

@@ -86,6 +86,10 @@ class SupervisedSimCSEMethod(Method):
         return SupervisedSimCSE(encoder, protocol.temperature, self.hard_negative_weight,
                                 rematerialize=self.rematerialize)
 
+    @classmethod
+    def trains_on_sentences(cls, args):
+        return False  # NLI triplets or the train split's labelled pairs.
+
     def missing_training_data(self, data, protocol):
         if self.triplets is None and data.get("train") is None:
             return "no labelled train split for triplets (give NLI triplets)"
