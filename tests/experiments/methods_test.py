@@ -37,6 +37,9 @@ def test_recipe_trains_its_method_on_the_shared_grid(name, tiny_setup, capsys):
     # A large step, so one batch visibly changes the random tiny model.
     extra = ["--learning-rate", "1e-3"]
     extra += ["--projection-dim", "32"] if name == "sg_opt" else []
+    # ConSERT's warm-up makes its one step of 64 sentences in a batch of 96
+    # a step at rate 0; a second epoch's step is at the full rate.
+    extra += ["--epochs", "2"] if name == "consert" else []
     run(name, tmp_path, model, *extra)
     results = json.loads((tmp_path / name / "results.json").read_text())
     cell = cell_of(results["cells"], f"tiny_bert|P1|STS-B|su|{name}")
@@ -100,8 +103,38 @@ def test_sg_opt_method_builds_the_objective_it_records():
     assert (sg_opt.projection_dim, sg_opt.regularization, sg_opt.variant,
             sg_opt.pivot_pooling, sg_opt.pivot_layers, sg_opt.projection) == (
         64, 0.2, "opt1", "max", (0, 2), None)
-    assert methods.SGOptMethod().settings() == {
+    assert methods.SGOptMethod(optimizer="adam").settings() == {
         "method": "sg_opt", "projection_dim": 4096, "regularization": 0.1}  # Older cells.
+
+
+@pytest.mark.parametrize("name, beta_2, bias_correction", [
+    ("consert", 0.999, False),  # ConSERT's main.py: eps 1e-6, correct_bias False
+    ("sg_opt", 0.9, True),  # SG-BERT's training.py: betas (0.9, 0.9), correct_bias True
+])
+def test_methods_train_with_their_authors_adamw_unless_told_adam(name, beta_2, bias_correction):
+    """By default the scripts' AdamW (fit's weight decay 0.01 and clip 1) at
+    WarmupLinear over the run's steps, recorded in the cell's settings;
+    --optimizer adam: the protocol's Adam, with the settings of the cells
+    made before the choice, which stay valid."""
+    from kcse.experiments import command_line
+
+    parser = command_line.comparison_parser("doc\n\nmore", "out")
+    command_line.add_method_arguments(parser, [name])
+    args = parser.parse_args(["--epochs", "3"])
+    method = methods.method_from_args(name, args)
+    protocol = protocols.protocol_from_args(args, method)
+    optimizer = method.optimizer(protocol, 1000)
+    assert (optimizer.beta_2, optimizer.bias_correction, optimizer.epsilon,
+            optimizer.weight_decay, optimizer.global_clipnorm) == (
+        beta_2, bias_correction, 1e-6, 0.01, 1.0)
+    schedule = optimizer._learning_rate
+    batches = -(-1000 // protocol.batch_size)
+    assert (schedule.learning_rate, schedule.total_steps, schedule.warmup_steps) == (
+        protocol.learning_rate, 3 * batches, -(-3000 // (10 * protocol.batch_size)))
+    assert method.settings()["optimizer"] == "adamw"
+    adam = methods.method_from_args(name, parser.parse_args(["--optimizer", "adam"]))
+    assert adam.optimizer(protocol, 1000) is None and "optimizer" not in adam.settings()
+    assert "correct_bias" in " ".join(parser.format_help().split())
 
 
 def test_supervised_simcse_reads_train_labels_only(tiny_setup, monkeypatch):
@@ -169,12 +202,15 @@ def test_consert_two_stage_mode_trains_on_nli_then_sentences(
     original_fit = kcse.ConSERT.fit
     monkeypatch.setattr(
         kcse.ConSERT, "fit",
-        lambda self, x, y=None, **kw: stages.append((self.mode, x, y))
+        lambda self, x, y=None, **kw: stages.append((self.mode, x, y, self.optimizer))
         or original_fit(self, x, y=y, **kw),
     )
     run("consert", tmp_path, model, "--mode", "joint-unsup", "--nli", str(nli),
         "--batch-size", "8", "--views", "token_cutoff:0.1,feature_cutoff:0.2")
-    (first, premises, labels), (second, sentences, none) = stages
+    (first, premises, labels, nli_optimizer), (second, sentences, none, optimizer) = stages
+    # Each stage warms up over its own steps (main.py is run once a stage).
+    assert [(o._learning_rate.learning_rate, o._learning_rate.total_steps)
+            for o in (nli_optimizer, optimizer)] == [(2e-5, 3), (5e-7, 8)]
     assert first == "joint" and second == "unsup" and none is None
     assert premises[0] == [a for a, _, _ in sample["train"][:24]]
     np.testing.assert_array_equal(labels, np.arange(24) % 3)

@@ -7,9 +7,11 @@ from kcse import arguments
 from kcse.data.nli import read_nli
 from kcse.digests import content_digest
 from kcse.experiments.methods.method import NLI_FLAG
+from kcse.experiments.methods.method import OPTIMIZER_FLAG
 from kcse.experiments.methods.method import Flag
 from kcse.experiments.methods.method import Method
 from kcse.experiments.methods.method import fit
+from kcse.experiments.methods.method import script_optimizer
 from kcse.layers.view_specs import split_view
 from kcse.layers.view_specs import view_from_spec
 
@@ -47,9 +49,12 @@ class ConSERTMethod(Method):
     by stage (`kcse.objectives.consert.SCRIPT_VIEWS`). ConSERT's scripts
     train 10 epochs (STS-B 100) with early stopping on valid every 20 steps
     (patience 10), which `--protocol clean --epochs 10 --eval-every 20`
-    approaches; kcse trains with the protocol's Adam, where ConSERT's
-    `main.py` uses AdamW (eps 1e-6, no bias correction, weight decay 0.01)
-    with 10% linear warm-up.
+    approaches. Every stage trains as `main.py` does, with transformers'
+    AdamW (eps 1e-6, `correct_bias=False`, weight decay 0.01 but on biases
+    and LayerNorm, gradients clipped to norm 1) at a linear warm-up over
+    the first ceil(10%) of the stage's steps, then a linear decay to 0
+    (`kcse.layers.adam_weight_decay.sentence_transformers_adamw`);
+    `optimizer="adam"`: Keras' Adam at the constant rate.
 
     Args:
         views: two view specs (`kcse.layers.view_specs`), used by every
@@ -58,6 +63,7 @@ class ConSERTMethod(Method):
         nli: `NLIPairs` for the supervised modes.
         contrastive_weight: α, ConSERT's `cl_rate`.
         nli_learning_rate: the NLI stage's learning rate.
+        optimizer: "adamw" (ConSERT's) or "adam".
     """
 
     name = "consert"
@@ -85,11 +91,12 @@ class ConSERTMethod(Method):
              help="learning rate of the NLI stage, one epoch (default "
              "2e-5: ConSERT's main.py, which sup-consert-joint-"
              "base.sh keeps)"),
+        OPTIMIZER_FLAG,
         NLI_FLAG,
     )
 
     def __init__(self, views=None, mode="unsup", nli=None, contrastive_weight=0.15,
-                 nli_learning_rate=2e-5, rematerialize=False):
+                 nli_learning_rate=2e-5, optimizer="adamw", rematerialize=False):
         super().__init__(rematerialize)
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}; got {mode!r}.")
@@ -106,6 +113,7 @@ class ConSERTMethod(Method):
         self.nli = nli
         self.contrastive_weight = contrastive_weight
         self.nli_learning_rate = nli_learning_rate
+        self.optimizer_name = optimizer
 
     @classmethod
     def check_arguments(cls, args):
@@ -116,7 +124,7 @@ class ConSERTMethod(Method):
     def from_args(cls, args, rematerialize=False):
         nli = read_nli(args.nli) if args.nli else None
         return cls(args.views, args.mode, nli, args.contrastive_weight,
-                   args.nli_learning_rate, rematerialize)
+                   args.nli_learning_rate, args.optimizer, rematerialize)
 
     def stage_views(self):
         """The two view specs of each contrastive stage: `{"nli"|"unsup": [...]}`."""
@@ -163,15 +171,21 @@ class ConSERTMethod(Method):
                 protocol, learning_rate=self.nli_learning_rate, epochs=1
             )
             fit(self.objective(encoder, protocol, supervised), x,
-                self.nli.labels, nli_protocol, verbose=verbose)
+                self.nli.labels, nli_protocol, verbose=verbose,
+                optimizer=self.optimizer(nli_protocol, len(self.nli)))
             count += len(self.nli)
         if supervised == "unsup" or then == "unsup":
             count += super().train(encoder, data, protocol, task, seed, prefix,
                                    callbacks, verbose)
         return count
 
+    def optimizer(self, protocol, samples):
+        return script_optimizer(self.optimizer_name, protocol, samples)
+
     def settings(self):
-        return super().settings() | {
+        # Adam's cells keep the key they had before the optimizer was a choice.
+        optimizer = {} if self.optimizer_name == "adam" else {"optimizer": self.optimizer_name}
+        return super().settings() | optimizer | {
             "views": self.stage_views(),
             "mode": self.mode,
             "contrastive_weight": self.contrastive_weight,
