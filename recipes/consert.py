@@ -19,8 +19,12 @@ yym6472/ConSERT named:
 Su's protocol decides the training sentences and epochs (1 epoch over
 `--sentences`); ConSERT's scripts train 10 epochs (STS-B 100) with early
 stopping on valid every 20 steps, which `--protocol clean --epochs 10
---eval-every 20` approaches. kcse trains with Adam; ConSERT's `main.py` with
-AdamW (eps 1e-6, weight decay 0.01) and 10% linear warm-up.
+--eval-every 20` approaches. Every stage trains as `main.py` does: AdamW (eps
+1e-6, no bias correction, weight decay 0.01 but on biases and LayerNorm) at a
+10% linear warm-up then linear decay (`--optimizer adam`: Keras' Adam at the
+constant rate), with last-layer mean pooling (`--training-pooling`); the
+grid's rows are the scoring poolings, by default `last2avg`, the one
+ConSERT's tables report (`eval_*_unsup(..., last2avg=True)` in `main.py`).
 
     python recipes/consert.py
     python recipes/consert.py --views shuffle,token_cutoff:0.15 --learning-rate 5e-6
@@ -44,7 +48,7 @@ def main(argv=None):
     from kcse.experiments.command_line import recipe_main
 
     return recipe_main(
-        "consert", __doc__, REPO / "runs" / "consert", argv
+        "consert", __doc__, REPO / "runs" / "consert", argv, poolings=("last2avg",)
     )
 
 

@@ -58,3 +58,17 @@ def joint_loss(rep_a, rep_b, views_a, views_b, labels, kernel, bias, temperature
     normal = cross_entropy(nli_logits(rep_a, rep_b, kernel, bias), labels)
     contrastive = nt_xent(*views_a, temperature) + nt_xent(*views_b, temperature)
     return normal + cl_rate * contrastive
+
+
+def last2avg(all_layer_embeddings, attention_mask):
+    """`Pooling.forward` with `pooling_mode_mean_last_2_tokens`, as `eval.py`'s
+    `load_model(last2avg=True)` sets it (no `token_checker`): the masked mean
+    of each of the last two layers' token states, then their average."""
+    input_mask_expanded = np.broadcast_to(
+        np.asarray(attention_mask, "float64")[..., None], all_layer_embeddings[-1].shape)
+    sum_mask = np.maximum(input_mask_expanded.sum(1), 1e-9)
+    token_embeddings_last1 = np.asarray(all_layer_embeddings[-1], "float64")
+    sum_embeddings_last1 = (token_embeddings_last1 * input_mask_expanded).sum(1) / sum_mask
+    token_embeddings_last2 = np.asarray(all_layer_embeddings[-2], "float64")
+    sum_embeddings_last2 = (token_embeddings_last2 * input_mask_expanded).sum(1) / sum_mask
+    return (sum_embeddings_last1 + sum_embeddings_last2) / 2

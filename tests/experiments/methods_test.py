@@ -17,8 +17,9 @@ from tiny_grid import tiny_setup  # noqa: F401 (a fixture)
 from tiny_grid import write_task
 
 METHOD_RECIPES = {
-    "consert": ("consert", {"temperature": 0.1, "batch_size": 96}),
-    "sg_opt": ("sg_opt", {"temperature": 0.01, "batch_size": 16}),
+    "consert": ("consert", {"temperature": 0.1, "batch_size": 96, "optimizer": "adamw",
+                            "training_pooling": "last_avg"}),
+    "sg_opt": ("sg_opt", {"temperature": 0.01, "batch_size": 16, "optimizer": "adamw"}),
     "sup_simcse": ("sup_simcse", {"temperature": 0.05, "batch_size": 64}),
 }
 
@@ -225,6 +226,23 @@ def test_consert_two_stage_mode_trains_on_nli_then_sentences(
     assert cell["settings"]["mode"] == "joint-unsup"
 
 
+def test_consert_trains_with_its_training_pooling_and_scores_with_the_row():
+    """ConSERT trains mean-pooled (main.py) whatever the row; the row's
+    encoder, sharing the backbone, is the one scored; `row` trains it as is
+    and keeps the settings of the cells before the choice."""
+    encoder = kcse.SentenceEncoder(
+        kcse.models.BertBackbone(vocabulary_size=10, num_layers=2, num_heads=2,
+                                 hidden_dim=8, intermediate_dim=16),
+        None, pooling="last2avg")
+    protocol = protocols.PROTOCOLS["su"]
+    trained = methods.ConSERTMethod().objective(encoder, protocol).encoder
+    assert trained.pooling == "last_avg" and trained.backbone is encoder.backbone
+    row = methods.ConSERTMethod(training_pooling="row", optimizer="adam")
+    assert row.objective(encoder, protocol).encoder is encoder
+    assert "training_pooling" not in row.settings()
+    assert methods.ConSERTMethod(training_pooling="cls").settings()["training_pooling"] == "cls"
+
+
 def test_consert_defaults_are_its_scripts(tmp_path):
     """ConSERT's settings by default, each from yym6472/ConSERT's files.
 
@@ -245,6 +263,7 @@ def test_consert_defaults_are_its_scripts(tmp_path):
     assert (protocol.max_length, protocol.long_max_length) == (64, 64)
     assert method.contrastive_weight == 0.15 and method.nli_learning_rate == 2e-5
     assert method.stage_views() == {"unsup": ["feature_cutoff:0.2", "shuffle"]}
+    assert method.training_pooling == "last_avg"  # main.py's pooling_mode_mean_tokens
     nli = object()
     stages = {mode: methods.ConSERTMethod(mode=mode, nli=nli).stage_views()
               for mode in ("sup", "joint", "sup-unsup", "joint-unsup")}
@@ -256,7 +275,7 @@ def test_consert_defaults_are_its_scripts(tmp_path):
     }
     help_text = parser.format_help()
     for source in ("unsup-consert-base-*.sh", "sup-consert-joint-base.sh", "--cl_rate 0.15",
-                   "main.py"):
+                   "main.py", "pooling_mode_mean_tokens=True"):
         assert source in " ".join(help_text.split()), source
 
 

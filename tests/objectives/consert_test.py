@@ -100,6 +100,18 @@ def test_nt_xent_equals_consert_loss():
         np.testing.assert_allclose(float(loss), expected, rtol=1e-6)
 
 
+def test_last2avg_pooling_equals_consert_last2avg():
+    """kcse's last2avg, the pooling ConSERT reports, equals its `Pooling`'s
+    `pooling_mode_mean_last_2_tokens` (tests/consert_reference.py): the
+    masked mean of each of the last two layers, then their average."""
+    rng = np.random.default_rng(0)
+    states = [rng.normal(size=(3, 5, 4)).astype("float32") for _ in range(4)]
+    mask = np.array([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0]], bool)
+    pooled = kcse.layers.SentencePooling("last2avg")(states, mask)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(pooled),
+                               consert_reference.last2avg(states, mask), atol=1e-6)
+
+
 def test_defaults_are_consert_scripts():
     model = kcse.ConSERT(kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor()))
     assert model.temperature == 0.1 and model.contrastive_weight == 0.15

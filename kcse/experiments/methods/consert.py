@@ -18,6 +18,9 @@ from kcse.layers.view_specs import view_from_spec
 # The objective's modes (`kcse.objectives.ConSERT`), then ConSERT's two-stage
 # ones: a supervised stage, then `unsup` with the same encoder.
 MODES = ("unsup", "sup", "joint", "sup-unsup", "joint-unsup")
+# `--training-pooling`: a pooling of `kcse.layers.SentencePooling`, or "row",
+# the grid row's (the scoring pooling).
+TRAINING_POOLINGS = ("last_avg", "last2avg", "first_last_avg", "cls", "max", "row")
 
 
 def two_views(text):
@@ -49,7 +52,12 @@ class ConSERTMethod(Method):
     by stage (`kcse.objectives.consert.SCRIPT_VIEWS`). ConSERT's scripts
     train 10 epochs (STS-B 100) with early stopping on valid every 20 steps
     (patience 10), which `--protocol clean --epochs 10 --eval-every 20`
-    approaches. Every stage trains as `main.py` does, with transformers'
+    approaches. ConSERT trains with last-layer mean pooling (`main.py`'s
+    `models.Pooling(pooling_mode_mean_tokens=True)`) and reports the mean
+    of the last two layers (`eval_*_unsup(..., last2avg=True)`): every
+    stage trains with `training_pooling` over the encoder's backbone, and
+    the encoder, with its own pooling, is scored. Every stage trains as
+    `main.py` does, with transformers'
     AdamW (eps 1e-6, `correct_bias=False`, weight decay 0.01 but on biases
     and LayerNorm, gradients clipped to norm 1) at a linear warm-up over
     the first ceil(10%) of the stage's steps, then a linear decay to 0
@@ -64,6 +72,8 @@ class ConSERTMethod(Method):
         contrastive_weight: α, ConSERT's `cl_rate`.
         nli_learning_rate: the NLI stage's learning rate.
         optimizer: "adamw" (ConSERT's) or "adam".
+        training_pooling: one of `TRAINING_POOLINGS`; "row": the
+            encoder's own.
     """
 
     name = "consert"
@@ -92,16 +102,25 @@ class ConSERTMethod(Method):
              "2e-5: ConSERT's main.py, which sup-consert-joint-"
              "base.sh keeps)"),
         OPTIMIZER_FLAG,
+        Flag("--training-pooling", choices=TRAINING_POOLINGS, default="last_avg",
+             help="the pooling every stage trains with; the grid row's pooling "
+             "scores (default last_avg: main.py's models.Pooling(pooling_mode_mean_"
+             "tokens=True), while main.py reports last2avg, the recipe's default "
+             "row); row: train with the row's pooling (kcse's before)"),
         NLI_FLAG,
     )
 
     def __init__(self, views=None, mode="unsup", nli=None, contrastive_weight=0.15,
-                 nli_learning_rate=2e-5, optimizer="adamw", rematerialize=False):
+                 nli_learning_rate=2e-5, optimizer="adamw", training_pooling="last_avg",
+                 rematerialize=False):
         super().__init__(rematerialize)
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}; got {mode!r}.")
         if mode != "unsup" and nli is None:
             raise ValueError(f"ConSERT mode {mode!r} trains on NLI pairs: give nli.")
+        if training_pooling not in TRAINING_POOLINGS:
+            raise ValueError(f"training_pooling must be one of {TRAINING_POOLINGS}; "
+                             f"got {training_pooling!r}.")
         if views is not None:
             views = tuple(views)
             if len(views) != 2:
@@ -114,6 +133,7 @@ class ConSERTMethod(Method):
         self.contrastive_weight = contrastive_weight
         self.nli_learning_rate = nli_learning_rate
         self.optimizer_name = optimizer
+        self.training_pooling = training_pooling
 
     @classmethod
     def check_arguments(cls, args):
@@ -124,7 +144,8 @@ class ConSERTMethod(Method):
     def from_args(cls, args, rematerialize=False):
         nli = read_nli(args.nli) if args.nli else None
         return cls(args.views, args.mode, nli, args.contrastive_weight,
-                   args.nli_learning_rate, args.optimizer, rematerialize)
+                   args.nli_learning_rate, args.optimizer, args.training_pooling,
+                   rematerialize)
 
     def stage_views(self):
         """The two view specs of each contrastive stage: `{"nli"|"unsup": [...]}`."""
@@ -150,13 +171,25 @@ class ConSERTMethod(Method):
 
         views = self.stage_views().get("unsup" if mode == "unsup" else "nli")
         return ConSERT(
-            encoder,
+            self.training_encoder(encoder),
             views=[view_from_spec(view) for view in views or ("none", "none")],
             temperature=protocol.temperature,
             mode=mode,
             contrastive_weight=self.contrastive_weight,
             rematerialize=self.rematerialize,
         )
+
+    def training_encoder(self, encoder):
+        """`encoder`'s backbone pooled by `training_pooling` (`encoder`
+        itself for "row" or its own pooling): training it trains `encoder`."""
+        from kcse.sentence_encoder import SentenceEncoder
+
+        if self.training_pooling in ("row", encoder.pooling):
+            return encoder
+        return SentenceEncoder(encoder.backbone, encoder.preprocessor,
+                               pooling=self.training_pooling,
+                               pooler_activation=encoder.pooler_activation,
+                               normalize=encoder.normalize)
 
     def train(self, encoder, data, protocol, task, seed, prefix, callbacks=(),
               verbose=0):
@@ -184,7 +217,10 @@ class ConSERTMethod(Method):
 
     def settings(self):
         # Adam's cells keep the key they had before the optimizer was a choice.
+        # Likewise the cells trained with the row's pooling.
         optimizer = {} if self.optimizer_name == "adam" else {"optimizer": self.optimizer_name}
+        if self.training_pooling != "row":
+            optimizer["training_pooling"] = self.training_pooling
         return super().settings() | optimizer | {
             "views": self.stage_views(),
             "mode": self.mode,
