@@ -10,7 +10,8 @@ yym6472/ConSERT named:
   learning rate 5e-7, temperature 0.1, α 0.15 (`--cl_rate`), hidden dropout
   0.1 (BERT's; no `--no_dropout`): `scripts/chinese/unsup-consert-base-*.sh`;
 - joint mode: views none and token_cutoff:0.1, NLI head on (a, b, |a − b|,
-  max(a, b)²): `scripts/sup-consert-joint-base.sh`; NLI stage one epoch at
+  max(a, b)²) (`--no-nli-max-square`: without the last):
+  `scripts/sup-consert-joint-base.sh`; NLI stage one epoch at
   lr 2e-5 (`--nli-learning-rate`): `main.py`'s defaults, which that script
   keeps;
 - second stage of sup-unsup: none and feature_cutoff:0.1; of joint-unsup:

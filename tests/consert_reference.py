@@ -41,11 +41,13 @@ def nt_xent(hidden1, hidden2, temperature):
     return loss_a + loss_b
 
 
-def nli_logits(rep_a, rep_b, kernel, bias):
-    """`_reps_to_output` with rep, difference and max-square features."""
-    features = np.concatenate(
-        [rep_a, rep_b, np.abs(rep_a - rep_b), np.maximum(rep_a, rep_b) ** 2], axis=1
-    )
+def nli_logits(rep_a, rep_b, kernel, bias, max_square=True):
+    """`_reps_to_output` with rep and difference features, and the max-square
+    one where `concatenation_sent_max_square` (the scripts' flag)."""
+    vectors_concat = [rep_a, rep_b, np.abs(rep_a - rep_b)]
+    if max_square:
+        vectors_concat.append(np.maximum(rep_a, rep_b) ** 2)
+    features = np.concatenate(vectors_concat, axis=1)
     return features @ kernel + bias
 
 

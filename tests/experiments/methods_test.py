@@ -264,6 +264,15 @@ def test_consert_defaults_are_its_scripts(tmp_path):
     assert method.contrastive_weight == 0.15 and method.nli_learning_rate == 2e-5
     assert method.stage_views() == {"unsup": ["feature_cutoff:0.2", "shuffle"]}
     assert method.training_pooling == "last_avg"  # main.py's pooling_mode_mean_tokens
+    # --concatenation_sent_max_square in sup-consert-*.sh; the cells before the
+    # choice had it, and only its absence enters the settings.
+    assert method.max_square and "nli_max_square" not in method.settings()
+    without = methods.method_from_args("consert", parser.parse_args(["--no-nli-max-square"]))
+    assert without.settings()["nli_max_square"] is False
+    encoder = kcse.SentenceEncoder(
+        kcse.models.BertBackbone(vocabulary_size=10, num_layers=2, num_heads=2,
+                                 hidden_dim=8, intermediate_dim=16), None, pooling="last_avg")
+    assert without.objective(encoder, protocol, "sup").classifier.max_square is False
     nli = object()
     stages = {mode: methods.ConSERTMethod(mode=mode, nli=nli).stage_views()
               for mode in ("sup", "joint", "sup-unsup", "joint-unsup")}
@@ -275,7 +284,8 @@ def test_consert_defaults_are_its_scripts(tmp_path):
     }
     help_text = parser.format_help()
     for source in ("unsup-consert-base-*.sh", "sup-consert-joint-base.sh", "--cl_rate 0.15",
-                   "main.py", "pooling_mode_mean_tokens=True"):
+                   "main.py", "pooling_mode_mean_tokens=True",
+                   "--concatenation_sent_max_square"):
         assert source in " ".join(help_text.split()), source
 
 

@@ -174,6 +174,24 @@ def test_supervised_modes_equal_consert_loss(mode, single_steps):
     np.testing.assert_allclose(loss, expected, rtol=1e-5)
 
 
+@pytest.mark.parametrize("max_square", [True, False])
+def test_nli_head_equals_consert_reps_to_output(max_square):
+    """ConSERT's head with and without --concatenation_sent_max_square:
+    (a, b, |a − b|[, max(a, b)²]) through its Dense, `_reps_to_output`
+    (tests/consert_reference.py); `max_square` reaches it from kcse.ConSERT
+    and survives get_config."""
+    model = make_consert(mode="sup", max_square=max_square)
+    rng = np.random.default_rng(0)
+    premises, hypotheses = (rng.normal(size=(5, 8)).astype("float32") for _ in range(2))
+    kernel, bias = (np.asarray(w) for w in model.classifier.dense.weights)
+    assert kernel.shape == ((4 if max_square else 3) * 8, 3)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(model.classifier(premises, hypotheses)),
+        consert_reference.nli_logits(premises, hypotheses, kernel, bias, max_square),
+        atol=1e-5)
+    assert kcse.ConSERT.from_config(model.get_config()).classifier.max_square is max_square
+
+
 @pytest.mark.parametrize("mode", ["unsup", "joint"])
 def test_mirrored_step_equals_single_step(mode, two_cpu_strategy, single_steps):
     assert_mirrored_step_equals_single_step(

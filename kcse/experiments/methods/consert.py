@@ -74,6 +74,7 @@ class ConSERTMethod(Method):
         optimizer: "adamw" (ConSERT's) or "adam".
         training_pooling: one of `TRAINING_POOLINGS`; "row": the
             encoder's own.
+        max_square: the NLI head's max(r1, r2)² feature (`kcse.ConSERT`).
     """
 
     name = "consert"
@@ -107,12 +108,16 @@ class ConSERTMethod(Method):
              "scores (default last_avg: main.py's models.Pooling(pooling_mode_mean_"
              "tokens=True), while main.py reports last2avg, the recipe's default "
              "row); row: train with the row's pooling (kcse's before)"),
+        Flag("--nli-max-square", action=argparse.BooleanOptionalAction, default=True,
+             help="the NLI head's features include max(r1, r2)² (default: yes, "
+             "--concatenation_sent_max_square in sup-consert-*.sh); "
+             "--no-nli-max-square: (r1, r2, |r1 − r2|), the paper's eq. 2 and SBERT's"),
         NLI_FLAG,
     )
 
     def __init__(self, views=None, mode="unsup", nli=None, contrastive_weight=0.15,
                  nli_learning_rate=2e-5, optimizer="adamw", training_pooling="last_avg",
-                 rematerialize=False):
+                 max_square=True, rematerialize=False):
         super().__init__(rematerialize)
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}; got {mode!r}.")
@@ -134,6 +139,7 @@ class ConSERTMethod(Method):
         self.nli_learning_rate = nli_learning_rate
         self.optimizer_name = optimizer
         self.training_pooling = training_pooling
+        self.max_square = max_square
 
     @classmethod
     def check_arguments(cls, args):
@@ -145,7 +151,7 @@ class ConSERTMethod(Method):
         nli = read_nli(args.nli) if args.nli else None
         return cls(args.views, args.mode, nli, args.contrastive_weight,
                    args.nli_learning_rate, args.optimizer, args.training_pooling,
-                   rematerialize)
+                   args.nli_max_square, rematerialize)
 
     def stage_views(self):
         """The two view specs of each contrastive stage: `{"nli"|"unsup": [...]}`."""
@@ -176,6 +182,7 @@ class ConSERTMethod(Method):
             temperature=protocol.temperature,
             mode=mode,
             contrastive_weight=self.contrastive_weight,
+            max_square=self.max_square,
             rematerialize=self.rematerialize,
         )
 
@@ -217,10 +224,12 @@ class ConSERTMethod(Method):
 
     def settings(self):
         # Adam's cells keep the key they had before the optimizer was a choice.
-        # Likewise the cells trained with the row's pooling.
+        # Likewise the cells trained with the row's pooling and the max-square head.
         optimizer = {} if self.optimizer_name == "adam" else {"optimizer": self.optimizer_name}
         if self.training_pooling != "row":
             optimizer["training_pooling"] = self.training_pooling
+        if not self.max_square:
+            optimizer["nli_max_square"] = False
         return super().settings() | optimizer | {
             "views": self.stage_views(),
             "mode": self.mode,
