@@ -37,7 +37,8 @@ softmax head (`joint` adds α · NT-Xent of the premises' and of the
 hypotheses' views); `sup-unsup` and `joint-unsup` do that, then `unsup`.
 Views: none, shuffle, token_cutoff:R, feature_cutoff:R, span_cutoff:R,
 dropout:R, adversarial:NORM (adversarial needs labels: the joint modes,
-TensorFlow backend).
+TensorFlow backend). The shuffle view permutes position ids: on NEZHA and
+RoFormer, whose positions are relative, c is left out with the reason.
 """
 
 import pathlib

@@ -243,6 +243,20 @@ def test_consert_trains_with_its_training_pooling_and_scores_with_the_row():
     assert methods.ConSERTMethod(training_pooling="cls").settings()["training_pooling"] == "cls"
 
 
+def test_consert_shuffle_on_nezha_leaves_c_out_with_the_reason(tmp_path, shared_data):
+    """ConSERT's shuffle permutes position ids; NEZHA's positions are
+    relative, inside the attention: the recipe runs to the end, a and b
+    scored and c left out with the reason."""
+    sample = stsb_sample(shared_data)
+    write_task(tmp_path / "data", "STS-B", sample, lambda label: int(label))
+    folder = tiny_checkpoint(tmp_path / "tiny_nezha", sample, position_embeddings=False)
+    run("consert", tmp_path, f"{folder}:nezha", "--sentences", "16")
+    [cell] = json.loads((tmp_path / "consert" / "results.json").read_text())["cells"].values()
+    assert cell["trained"] is None and cell["whitening"] is not None
+    assert "shuffle view (unsup stage) permutes position ids" in cell["untrained"]
+    assert "NezhaBackbone" in cell["untrained"]
+
+
 def test_consert_defaults_are_its_scripts(tmp_path):
     """ConSERT's settings by default, each from yym6472/ConSERT's files.
 

@@ -167,6 +167,17 @@ class ConSERTMethod(Method):
             stages = {stage: list(self.views) for stage in stages}
         return stages
 
+    def encoder_problem(self, encoder):
+        from kcse.models.layer_taps import has_absolute_positions
+
+        shuffled = [stage for stage, views in self.stage_views().items() if "shuffle" in views]
+        if shuffled and not has_absolute_positions(encoder.backbone):
+            return (f"the shuffle view ({' and '.join(shuffled)} stage) permutes position "
+                    f"ids, which {type(encoder.backbone).__name__} does not have (its "
+                    "positions are relative, inside the attention); choose other views "
+                    "with --views")
+        return None
+
     def missing_training_data(self, data, protocol):
         if self.mode.startswith("unsup") or self.mode.endswith("-unsup"):
             return super().missing_training_data(data, protocol)
