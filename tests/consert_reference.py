@@ -41,11 +41,13 @@ def nt_xent(hidden1, hidden2, temperature):
     return loss_a + loss_b
 
 
-def nli_logits(rep_a, rep_b, kernel, bias):
-    """`_reps_to_output` with rep, difference and max-square features."""
-    features = np.concatenate(
-        [rep_a, rep_b, np.abs(rep_a - rep_b), np.maximum(rep_a, rep_b) ** 2], axis=1
-    )
+def nli_logits(rep_a, rep_b, kernel, bias, max_square=True):
+    """`_reps_to_output` with rep and difference features, and the max-square
+    one where `concatenation_sent_max_square` (the scripts' flag)."""
+    vectors_concat = [rep_a, rep_b, np.abs(rep_a - rep_b)]
+    if max_square:
+        vectors_concat.append(np.maximum(rep_a, rep_b) ** 2)
+    features = np.concatenate(vectors_concat, axis=1)
     return features @ kernel + bias
 
 
@@ -58,3 +60,17 @@ def joint_loss(rep_a, rep_b, views_a, views_b, labels, kernel, bias, temperature
     normal = cross_entropy(nli_logits(rep_a, rep_b, kernel, bias), labels)
     contrastive = nt_xent(*views_a, temperature) + nt_xent(*views_b, temperature)
     return normal + cl_rate * contrastive
+
+
+def last2avg(all_layer_embeddings, attention_mask):
+    """`Pooling.forward` with `pooling_mode_mean_last_2_tokens`, as `eval.py`'s
+    `load_model(last2avg=True)` sets it (no `token_checker`): the masked mean
+    of each of the last two layers' token states, then their average."""
+    input_mask_expanded = np.broadcast_to(
+        np.asarray(attention_mask, "float64")[..., None], all_layer_embeddings[-1].shape)
+    sum_mask = np.maximum(input_mask_expanded.sum(1), 1e-9)
+    token_embeddings_last1 = np.asarray(all_layer_embeddings[-1], "float64")
+    sum_embeddings_last1 = (token_embeddings_last1 * input_mask_expanded).sum(1) / sum_mask
+    token_embeddings_last2 = np.asarray(all_layer_embeddings[-2], "float64")
+    sum_embeddings_last2 = (token_embeddings_last2 * input_mask_expanded).sum(1) / sum_mask
+    return (sum_embeddings_last1 + sum_embeddings_last2) / 2

@@ -1,4 +1,7 @@
-"""BERT's `AdamWeightDecayOptimizer`, which trains BERT-flow's flow."""
+"""Adam with decoupled weight decay as BERT's and sentence-transformers'
+training scripts run it, and their linear warm-up schedule."""
+
+import math
 
 import keras
 from keras import ops
@@ -15,13 +18,19 @@ WEIGHT_DECAY = 0.01
 # (`2m / (2 sqrt(v) + eps) = m / (sqrt(v) + eps / 2)`).
 GLOBAL_CLIPNORM = 0.5
 ADAM_EPSILON = 5e-7
+# The variables sentence-transformers' `fit` exempts from weight decay,
+# `no_decay = ['bias', 'LayerNorm.bias', 'LayerNorm.weight']` in Hugging
+# Face's names: in Keras' names every bias and every layer norm's gamma and
+# beta (matched in `variable.name`, as Keras' `exclude_from_weight_decay`).
+NO_DECAY_NAMES = ("bias", "gamma", "beta")
 
 
 @keras.saving.register_keras_serializable(package="kcse")
 class AdamWeightDecay(keras.optimizers.Adam):
-    """BERT's `AdamWeightDecayOptimizer`, which trains BERT-flow's flow.
+    """Adam with decoupled weight decay, with or without bias correction.
 
-    As in bohanli/BERT-flow's `optimization_bert_flow.py` (the
+    By default BERT's `AdamWeightDecayOptimizer`, which trains BERT-flow's
+    flow, as in bohanli/BERT-flow's `optimization_bert_flow.py` (the
     `flow_optimizer`): Adam without bias correction,
     `p -= lr * (m / (sqrt(v) + epsilon) + weight_decay * p)`, with
     `m`, `v` the plain moving averages of the gradient and its square, the
@@ -33,6 +42,31 @@ class AdamWeightDecay(keras.optimizers.Adam):
     loss, half theirs: see `GLOBAL_CLIPNORM`); Keras' `Adam` would differ
     by its bias correction, which makes the first hundreds of steps (the
     whole of 1 epoch on STS-B) about 3 times smaller.
+
+    Hugging Face's `transformers.AdamW` (what sentence-transformers' `fit`
+    uses) is this optimizer with `correct_bias` as `bias_correction` (with
+    it, the step is Keras' `Adam`'s); it decays `p` after the update rather
+    than before, a difference of `lr² · weight_decay · step`, below 1e-12 at
+    the rates that train encoders. `sentence_transformers_adamw` builds it
+    with its schedule.
+
+    Args:
+        bias_correction: divide the step by `1 - beta_1^t` and multiply it
+            by `sqrt(1 - beta_2^t)` (Keras' `Adam`); False: BERT's.
+        exclude_from_decay: names (regular expressions, searched in
+            `variable.name`) of the variables not decayed.
+        The others: Keras' `Adam`'s.
+
+    Example:
+    ```python
+    import keras
+
+    variable = keras.Variable([1.0, -2.0])
+    optimizer = AdamWeightDecay(learning_rate=0.1, epsilon=1e-6, global_clipnorm=None)
+    optimizer.apply_gradients([(keras.ops.convert_to_tensor([0.5, 0.5]), variable)])
+    # m = 0.05, v = 0.00025: p - 0.1 * (m / sqrt(v) + 0.01 * p)
+    [round(x, 4) for x in keras.ops.convert_to_numpy(variable).tolist()]  # [0.6828, -2.3142]
+    ```
     """
 
     def __init__(
@@ -43,6 +77,8 @@ class AdamWeightDecay(keras.optimizers.Adam):
         beta_2=0.999,
         epsilon=ADAM_EPSILON,
         global_clipnorm=GLOBAL_CLIPNORM,
+        bias_correction=False,
+        exclude_from_decay=(),
         name="adam_weight_decay",
         **kwargs,
     ):
@@ -58,8 +94,14 @@ class AdamWeightDecay(keras.optimizers.Adam):
             name=name,
             **kwargs,
         )
+        self.bias_correction = bias_correction
+        self.exclude_from_decay = tuple(exclude_from_decay)
+        if self.exclude_from_decay:
+            self.exclude_from_weight_decay(var_names=list(self.exclude_from_decay))
 
     def update_step(self, gradient, variable, learning_rate):
+        if self.bias_correction:
+            return super().update_step(gradient, variable, learning_rate)
         lr = ops.cast(learning_rate, variable.dtype)
         gradient = ops.cast(gradient, variable.dtype)
         m = self._momentums[self._get_variable_index(variable)]
@@ -71,3 +113,73 @@ class AdamWeightDecay(keras.optimizers.Adam):
         self.assign_sub(
             variable, lr * m / (ops.sqrt(v) + self.epsilon)
         )
+
+    def get_config(self):
+        return super().get_config() | {
+            "bias_correction": self.bias_correction,
+            "exclude_from_decay": list(self.exclude_from_decay),
+        }
+
+
+@keras.saving.register_keras_serializable(package="kcse")
+class WarmupLinear(keras.optimizers.schedules.LearningRateSchedule):
+    """A linear warm-up from 0, then a linear decay to 0 at `total_steps`.
+
+    sentence-transformers' `WarmupLinear` scheduler, Hugging Face's
+    `get_linear_schedule_with_warmup`: at step `t` (0 first),
+    `learning_rate * t / max(1, warmup_steps)` while `t < warmup_steps`,
+    then `learning_rate * max(0, (total_steps - t) / max(1, total_steps -
+    warmup_steps))`.
+
+    Example:
+    ```python
+    schedule = WarmupLinear(1.0, warmup_steps=2, total_steps=6)
+    [float(schedule(step)) for step in range(7)]  # [0, 0.5, 1, 0.75, 0.5, 0.25, 0]
+    ```
+    """
+
+    def __init__(self, learning_rate, warmup_steps, total_steps):
+        self.learning_rate = learning_rate
+        self.warmup_steps = warmup_steps
+        self.total_steps = total_steps
+
+    def __call__(self, step):
+        step = ops.cast(step, "float32")
+        warmup = step / max(1, self.warmup_steps)
+        decay = (self.total_steps - step) / max(1, self.total_steps - self.warmup_steps)
+        factor = ops.where(step < self.warmup_steps, warmup, ops.maximum(decay, 0.0))
+        return self.learning_rate * factor
+
+    def get_config(self):
+        return {"learning_rate": self.learning_rate, "warmup_steps": self.warmup_steps,
+                "total_steps": self.total_steps}
+
+
+def sentence_transformers_adamw(learning_rate, samples, epochs, batch_size,
+                                beta_2=0.999, bias_correction=False):
+    """The optimizer of a script training with sentence-transformers' `fit`.
+
+    `transformers.AdamW` (epsilon 1e-6) with weight decay 0.01 on all but
+    biases and layer norms (`NO_DECAY_NAMES`), gradients clipped to global
+    norm 1 (`max_grad_norm=1`), at `WarmupLinear` from `learning_rate` over
+    `epochs` of `samples` in batches of `batch_size`: `ceil(samples / batch)`
+    steps an epoch, the first `ceil(samples * epochs / batch * 0.1)` warming
+    up, as yym6472/ConSERT's `main.py` and galsang/SG-BERT's `training.py`
+    count them. `beta_2` and `bias_correction` (`correct_bias`) are the
+    scripts': ConSERT 0.999 and False, SG-BERT 0.9 and True.
+
+    Example:
+    ```python
+    optimizer = sentence_transformers_adamw(2e-5, samples=1000, epochs=1, batch_size=96)
+    optimizer.learning_rate  # warm-up: 0 at step 0 of 11 (2 warming up)
+    ```
+    """
+    schedule = WarmupLinear(
+        learning_rate,
+        warmup_steps=math.ceil(samples * epochs / batch_size * 0.1),
+        total_steps=math.ceil(samples / batch_size) * epochs,
+    )
+    return AdamWeightDecay(
+        schedule, weight_decay=0.01, beta_2=beta_2, epsilon=1e-6, global_clipnorm=1.0,
+        bias_correction=bias_correction, exclude_from_decay=NO_DECAY_NAMES,
+    )

@@ -123,6 +123,14 @@ def _layer(backbone, name):
     return next((layer for layer in backbone.layers if layer.name == name), None)
 
 
+def has_absolute_positions(backbone):
+    """Whether `backbone` embeds absolute positions (BERT, RoBERTa, XLM-R),
+    which `embedding_stage` can shuffle; NEZHA's and RoFormer's are relative,
+    inside the attention."""
+    return (_layer(backbone, "embeddings") is not None
+            or _layer(backbone, "position_embedding") is not None)
+
+
 def embedding_stage(backbone, inputs, position_ids=None, training=None):
     """The embedding output (after LayerNorm and dropout) of `backbone`.
 

@@ -91,6 +91,9 @@ class ConSERT(EncoderObjective):
         contrastive_weight: float. α, ConSERT's `cl_rate`: the weight of
             NT-Xent in `"unsup"` and `"joint"`.
         num_classes: int. NLI classes for `"sup"` / `"joint"`.
+        max_square: bool. The NLI head's features include max(r1, r2)²
+            (ConSERT's scripts); False: (r1, r2, |r1 − r2|), the paper's
+            eq. 2 and SBERT's.
 
     In `"unsup"` and `"joint"` modes (in-batch negatives), `fit` raises
     `ValueError` for a batch size below 2 and leaves out a last in-memory
@@ -135,6 +138,7 @@ class ConSERT(EncoderObjective):
         mode="unsup",
         contrastive_weight=0.15,
         num_classes=3,
+        max_square=True,
         **kwargs,
     ):
         super().__init__(encoder, **kwargs)
@@ -165,11 +169,12 @@ class ConSERT(EncoderObjective):
         self.in_batch_negatives = mode != "sup"
         self.contrastive_weight = contrastive_weight
         self.num_classes = num_classes
+        self.max_square = max_square
         self.objective_loss = NTXentLoss(temperature)
         self.classifier = None
         if mode != "unsup":
             self.classifier = NLIClassifier(
-                num_classes, max_square=True, name="nli_classifier"
+                num_classes, max_square=max_square, name="nli_classifier"
             )
             self.classifier.build((None, encoder.output_dim))
             self.classification_loss = keras.losses.SparseCategoricalCrossentropy(
@@ -297,6 +302,7 @@ class ConSERT(EncoderObjective):
                 "mode": self.mode,
                 "contrastive_weight": self.contrastive_weight,
                 "num_classes": self.num_classes,
+                "max_square": self.max_square,
             }
         )
         return config

@@ -18,8 +18,9 @@ from tiny_grid import tiny_setup  # noqa: F401 (a fixture)
 from tiny_grid import write_task
 
 METHOD_RECIPES = {
-    "consert": ("consert", {"temperature": 0.1, "batch_size": 96}),
-    "sg_opt": ("sg_opt", {"temperature": 0.01, "batch_size": 16}),
+    "consert": ("consert", {"temperature": 0.1, "batch_size": 96, "optimizer": "adamw",
+                            "training_pooling": "last_avg"}),
+    "sg_opt": ("sg_opt", {"temperature": 0.01, "batch_size": 16, "optimizer": "adamw"}),
     "sup_simcse": ("sup_simcse", {"temperature": 0.05, "batch_size": 64}),
 }
 
@@ -38,6 +39,9 @@ def test_recipe_trains_its_method_on_the_shared_grid(name, tiny_setup, capsys):
     # A large step, so one batch visibly changes the random tiny model.
     extra = ["--learning-rate", "1e-3"]
     extra += ["--projection-dim", "32"] if name == "sg_opt" else []
+    # ConSERT's warm-up makes its one step of 64 sentences in a batch of 96
+    # a step at rate 0; a second epoch's step is at the full rate.
+    extra += ["--epochs", "2"] if name == "consert" else []
     run(name, tmp_path, model, *extra)
     results = json.loads((tmp_path / name / "results.json").read_text())
     cell = cell_of(results["cells"], f"tiny_bert|P1|STS-B|su|{name}")
@@ -101,8 +105,38 @@ def test_sg_opt_method_builds_the_objective_it_records():
     assert (sg_opt.projection_dim, sg_opt.regularization, sg_opt.variant,
             sg_opt.pivot_pooling, sg_opt.pivot_layers, sg_opt.projection) == (
         64, 0.2, "opt1", "max", (0, 2), None)
-    assert methods.SGOptMethod().settings() == {
+    assert methods.SGOptMethod(optimizer="adam").settings() == {
         "method": "sg_opt", "projection_dim": 4096, "regularization": 0.1}  # Older cells.
+
+
+@pytest.mark.parametrize("name, beta_2, bias_correction", [
+    ("consert", 0.999, False),  # ConSERT's main.py: eps 1e-6, correct_bias False
+    ("sg_opt", 0.9, True),  # SG-BERT's training.py: betas (0.9, 0.9), correct_bias True
+])
+def test_methods_train_with_their_authors_adamw_unless_told_adam(name, beta_2, bias_correction):
+    """By default the scripts' AdamW (fit's weight decay 0.01 and clip 1) at
+    WarmupLinear over the run's steps, recorded in the cell's settings;
+    --optimizer adam: the protocol's Adam, with the settings of the cells
+    made before the choice, which stay valid."""
+    from kcse.experiments import command_line
+
+    parser = command_line.comparison_parser("doc\n\nmore", "out")
+    command_line.add_method_arguments(parser, [name])
+    args = parser.parse_args(["--epochs", "3"])
+    method = methods.method_from_args(name, args)
+    protocol = protocols.protocol_from_args(args, method)
+    optimizer = method.optimizer(protocol, 1000)
+    assert (optimizer.beta_2, optimizer.bias_correction, optimizer.epsilon,
+            optimizer.weight_decay, optimizer.global_clipnorm) == (
+        beta_2, bias_correction, 1e-6, 0.01, 1.0)
+    schedule = optimizer._learning_rate
+    batches = -(-1000 // protocol.batch_size)
+    assert (schedule.learning_rate, schedule.total_steps, schedule.warmup_steps) == (
+        protocol.learning_rate, 3 * batches, -(-3000 // (10 * protocol.batch_size)))
+    assert method.settings()["optimizer"] == "adamw"
+    adam = methods.method_from_args(name, parser.parse_args(["--optimizer", "adam"]))
+    assert adam.optimizer(protocol, 1000) is None and "optimizer" not in adam.settings()
+    assert "correct_bias" in " ".join(parser.format_help().split())
 
 
 def test_supervised_simcse_reads_train_labels_only(tiny_setup, monkeypatch):
@@ -170,12 +204,15 @@ def test_consert_two_stage_mode_trains_on_nli_then_sentences(
     original_fit = kcse.ConSERT.fit
     monkeypatch.setattr(
         kcse.ConSERT, "fit",
-        lambda self, x, y=None, **kw: stages.append((self.mode, x, y))
+        lambda self, x, y=None, **kw: stages.append((self.mode, x, y, self.optimizer))
         or original_fit(self, x, y=y, **kw),
     )
     run("consert", tmp_path, model, "--mode", "joint-unsup", "--nli", str(nli),
         "--batch-size", "8", "--views", "token_cutoff:0.1,feature_cutoff:0.2")
-    (first, premises, labels), (second, sentences, none) = stages
+    (first, premises, labels, nli_optimizer), (second, sentences, none, optimizer) = stages
+    # Each stage warms up over its own steps (main.py is run once a stage).
+    assert [(o._learning_rate.learning_rate, o._learning_rate.total_steps)
+            for o in (nli_optimizer, optimizer)] == [(2e-5, 3), (5e-7, 8)]
     assert first == "joint" and second == "unsup" and none is None
     assert premises[0] == [a for a, _, _ in sample["train"][:24]]
     np.testing.assert_array_equal(labels, np.arange(24) % 3)
@@ -188,6 +225,37 @@ def test_consert_two_stage_mode_trains_on_nli_then_sentences(
         "unsup": ["token_cutoff:0.1", "feature_cutoff:0.2"],
     }
     assert cell["settings"]["mode"] == "joint-unsup"
+
+
+def test_consert_trains_with_its_training_pooling_and_scores_with_the_row():
+    """ConSERT trains mean-pooled (main.py) whatever the row; the row's
+    encoder, sharing the backbone, is the one scored; `row` trains it as is
+    and keeps the settings of the cells before the choice."""
+    encoder = kcse.SentenceEncoder(
+        kcse.models.BertBackbone(vocabulary_size=10, num_layers=2, num_heads=2,
+                                 hidden_dim=8, intermediate_dim=16),
+        None, pooling="last2avg")
+    protocol = protocols.PROTOCOLS["su"]
+    trained = methods.ConSERTMethod().objective(encoder, protocol).encoder
+    assert trained.pooling == "last_avg" and trained.backbone is encoder.backbone
+    row = methods.ConSERTMethod(training_pooling="row", optimizer="adam")
+    assert row.objective(encoder, protocol).encoder is encoder
+    assert "training_pooling" not in row.settings()
+    assert methods.ConSERTMethod(training_pooling="cls").settings()["training_pooling"] == "cls"
+
+
+def test_consert_shuffle_on_nezha_leaves_c_out_with_the_reason(tmp_path, shared_data):
+    """ConSERT's shuffle permutes position ids; NEZHA's positions are
+    relative, inside the attention: the recipe runs to the end, a and b
+    scored and c left out with the reason."""
+    sample = stsb_sample(shared_data)
+    write_task(tmp_path / "data", "STS-B", sample, lambda label: int(label))
+    folder = tiny_checkpoint(tmp_path / "tiny_nezha", sample, position_embeddings=False)
+    run("consert", tmp_path, f"{folder}:nezha", "--sentences", "16")
+    [cell] = json.loads((tmp_path / "consert" / "results.json").read_text())["cells"].values()
+    assert cell["trained"] is None and cell["whitening"] is not None
+    assert "shuffle view (unsup stage) permutes position ids" in cell["untrained"]
+    assert "NezhaBackbone" in cell["untrained"]
 
 
 def test_consert_defaults_are_its_scripts(tmp_path):
@@ -210,6 +278,16 @@ def test_consert_defaults_are_its_scripts(tmp_path):
     assert (protocol.max_length, protocol.long_max_length) == (64, 64)
     assert method.contrastive_weight == 0.15 and method.nli_learning_rate == 2e-5
     assert method.stage_views() == {"unsup": ["feature_cutoff:0.2", "shuffle"]}
+    assert method.training_pooling == "last_avg"  # main.py's pooling_mode_mean_tokens
+    # --concatenation_sent_max_square in sup-consert-*.sh; the cells before the
+    # choice had it, and only its absence enters the settings.
+    assert method.max_square and "nli_max_square" not in method.settings()
+    without = methods.method_from_args("consert", parser.parse_args(["--no-nli-max-square"]))
+    assert without.settings()["nli_max_square"] is False
+    encoder = kcse.SentenceEncoder(
+        kcse.models.BertBackbone(vocabulary_size=10, num_layers=2, num_heads=2,
+                                 hidden_dim=8, intermediate_dim=16), None, pooling="last_avg")
+    assert without.objective(encoder, protocol, "sup").classifier.max_square is False
     nli = object()
     stages = {mode: methods.ConSERTMethod(mode=mode, nli=nli).stage_views()
               for mode in ("sup", "joint", "sup-unsup", "joint-unsup")}
@@ -221,7 +299,8 @@ def test_consert_defaults_are_its_scripts(tmp_path):
     }
     help_text = parser.format_help()
     for source in ("unsup-consert-base-*.sh", "sup-consert-joint-base.sh", "--cl_rate 0.15",
-                   "main.py"):
+                   "main.py", "pooling_mode_mean_tokens=True",
+                   "--concatenation_sent_max_square"):
         assert source in " ".join(help_text.split()), source
 
 

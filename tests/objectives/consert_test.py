@@ -100,6 +100,18 @@ def test_nt_xent_equals_consert_loss():
         np.testing.assert_allclose(float(loss), expected, rtol=1e-6)
 
 
+def test_last2avg_pooling_equals_consert_last2avg():
+    """kcse's last2avg, the pooling ConSERT reports, equals its `Pooling`'s
+    `pooling_mode_mean_last_2_tokens` (tests/consert_reference.py): the
+    masked mean of each of the last two layers, then their average."""
+    rng = np.random.default_rng(0)
+    states = [rng.normal(size=(3, 5, 4)).astype("float32") for _ in range(4)]
+    mask = np.array([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0]], bool)
+    pooled = kcse.layers.SentencePooling("last2avg")(states, mask)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(pooled),
+                               consert_reference.last2avg(states, mask), atol=1e-6)
+
+
 def test_defaults_are_consert_scripts():
     model = kcse.ConSERT(kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor()))
     assert model.temperature == 0.1 and model.contrastive_weight == 0.15
@@ -160,6 +172,24 @@ def test_supervised_modes_equal_consert_loss(mode, single_steps):
         )
     _, loss, _ = consert_step(single_steps, mode)
     np.testing.assert_allclose(loss, expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize("max_square", [True, False])
+def test_nli_head_equals_consert_reps_to_output(max_square):
+    """ConSERT's head with and without --concatenation_sent_max_square:
+    (a, b, |a − b|[, max(a, b)²]) through its Dense, `_reps_to_output`
+    (tests/consert_reference.py); `max_square` reaches it from kcse.ConSERT
+    and survives get_config."""
+    model = make_consert(mode="sup", max_square=max_square)
+    rng = np.random.default_rng(0)
+    premises, hypotheses = (rng.normal(size=(5, 8)).astype("float32") for _ in range(2))
+    kernel, bias = (np.asarray(w) for w in model.classifier.dense.weights)
+    assert kernel.shape == ((4 if max_square else 3) * 8, 3)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(model.classifier(premises, hypotheses)),
+        consert_reference.nli_logits(premises, hypotheses, kernel, bias, max_square),
+        atol=1e-5)
+    assert kcse.ConSERT.from_config(model.get_config()).classifier.max_square is max_square
 
 
 @pytest.mark.parametrize("mode", ["unsup", "joint"])

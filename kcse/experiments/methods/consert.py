@@ -7,15 +7,20 @@ from kcse import arguments
 from kcse.data.nli import read_nli
 from kcse.digests import content_digest
 from kcse.experiments.methods.method import NLI_FLAG
+from kcse.experiments.methods.method import OPTIMIZER_FLAG
 from kcse.experiments.methods.method import Flag
 from kcse.experiments.methods.method import Method
 from kcse.experiments.methods.method import fit
+from kcse.experiments.methods.method import script_optimizer
 from kcse.layers.view_specs import split_view
 from kcse.layers.view_specs import view_from_spec
 
 # The objective's modes (`kcse.objectives.ConSERT`), then ConSERT's two-stage
 # ones: a supervised stage, then `unsup` with the same encoder.
 MODES = ("unsup", "sup", "joint", "sup-unsup", "joint-unsup")
+# `--training-pooling`: a pooling of `kcse.layers.SentencePooling`, or "row",
+# the grid row's (the scoring pooling).
+TRAINING_POOLINGS = ("last_avg", "last2avg", "first_last_avg", "cls", "max", "row")
 
 
 def two_views(text):
@@ -47,9 +52,17 @@ class ConSERTMethod(Method):
     by stage (`kcse.objectives.consert.SCRIPT_VIEWS`). ConSERT's scripts
     train 10 epochs (STS-B 100) with early stopping on valid every 20 steps
     (patience 10), which `--protocol clean --epochs 10 --eval-every 20`
-    approaches; kcse trains with the protocol's Adam, where ConSERT's
-    `main.py` uses AdamW (eps 1e-6, no bias correction, weight decay 0.01)
-    with 10% linear warm-up.
+    approaches. ConSERT trains with last-layer mean pooling (`main.py`'s
+    `models.Pooling(pooling_mode_mean_tokens=True)`) and reports the mean
+    of the last two layers (`eval_*_unsup(..., last2avg=True)`): every
+    stage trains with `training_pooling` over the encoder's backbone, and
+    the encoder, with its own pooling, is scored. Every stage trains as
+    `main.py` does, with transformers'
+    AdamW (eps 1e-6, `correct_bias=False`, weight decay 0.01 but on biases
+    and LayerNorm, gradients clipped to norm 1) at a linear warm-up over
+    the first ceil(10%) of the stage's steps, then a linear decay to 0
+    (`kcse.layers.adam_weight_decay.sentence_transformers_adamw`);
+    `optimizer="adam"`: Keras' Adam at the constant rate.
 
     Args:
         views: two view specs (`kcse.layers.view_specs`), used by every
@@ -58,6 +71,10 @@ class ConSERTMethod(Method):
         nli: `NLIPairs` for the supervised modes.
         contrastive_weight: α, ConSERT's `cl_rate`.
         nli_learning_rate: the NLI stage's learning rate.
+        optimizer: "adamw" (ConSERT's) or "adam".
+        training_pooling: one of `TRAINING_POOLINGS`; "row": the
+            encoder's own.
+        max_square: the NLI head's max(r1, r2)² feature (`kcse.ConSERT`).
     """
 
     name = "consert"
@@ -85,16 +102,30 @@ class ConSERTMethod(Method):
              help="learning rate of the NLI stage, one epoch (default "
              "2e-5: ConSERT's main.py, which sup-consert-joint-"
              "base.sh keeps)"),
+        OPTIMIZER_FLAG,
+        Flag("--training-pooling", choices=TRAINING_POOLINGS, default="last_avg",
+             help="the pooling every stage trains with; the grid row's pooling "
+             "scores (default last_avg: main.py's models.Pooling(pooling_mode_mean_"
+             "tokens=True), while main.py reports last2avg, the recipe's default "
+             "row); row: train with the row's pooling (kcse's before)"),
+        Flag("--nli-max-square", action=argparse.BooleanOptionalAction, default=True,
+             help="the NLI head's features include max(r1, r2)² (default: yes, "
+             "--concatenation_sent_max_square in sup-consert-*.sh); "
+             "--no-nli-max-square: (r1, r2, |r1 − r2|), the paper's eq. 2 and SBERT's"),
         NLI_FLAG,
     )
 
     def __init__(self, views=None, mode="unsup", nli=None, contrastive_weight=0.15,
-                 nli_learning_rate=2e-5, rematerialize=False):
+                 nli_learning_rate=2e-5, optimizer="adamw", training_pooling="last_avg",
+                 max_square=True, rematerialize=False):
         super().__init__(rematerialize)
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}; got {mode!r}.")
         if mode != "unsup" and nli is None:
             raise ValueError(f"ConSERT mode {mode!r} trains on NLI pairs: give nli.")
+        if training_pooling not in TRAINING_POOLINGS:
+            raise ValueError(f"training_pooling must be one of {TRAINING_POOLINGS}; "
+                             f"got {training_pooling!r}.")
         if views is not None:
             views = tuple(views)
             if len(views) != 2:
@@ -106,6 +137,9 @@ class ConSERTMethod(Method):
         self.nli = nli
         self.contrastive_weight = contrastive_weight
         self.nli_learning_rate = nli_learning_rate
+        self.optimizer_name = optimizer
+        self.training_pooling = training_pooling
+        self.max_square = max_square
 
     @classmethod
     def check_arguments(cls, args):
@@ -116,7 +150,8 @@ class ConSERTMethod(Method):
     def from_args(cls, args, rematerialize=False):
         nli = read_nli(args.nli) if args.nli else None
         return cls(args.views, args.mode, nli, args.contrastive_weight,
-                   args.nli_learning_rate, rematerialize)
+                   args.nli_learning_rate, args.optimizer, args.training_pooling,
+                   args.nli_max_square, rematerialize)
 
     def stage_views(self):
         """The two view specs of each contrastive stage: `{"nli"|"unsup": [...]}`."""
@@ -136,6 +171,17 @@ class ConSERTMethod(Method):
     def trains_on_sentences(cls, args):
         return args.mode.startswith("unsup") or args.mode.endswith("-unsup")
 
+    def encoder_problem(self, encoder):
+        from kcse.models.layer_taps import has_absolute_positions
+
+        shuffled = [stage for stage, views in self.stage_views().items() if "shuffle" in views]
+        if shuffled and not has_absolute_positions(encoder.backbone):
+            return (f"the shuffle view ({' and '.join(shuffled)} stage) permutes position "
+                    f"ids, which {type(encoder.backbone).__name__} does not have (its "
+                    "positions are relative, inside the attention); choose other views "
+                    "with --views")
+        return None
+
     def missing_training_data(self, data, protocol):
         if self.mode.startswith("unsup") or self.mode.endswith("-unsup"):
             return super().missing_training_data(data, protocol)
@@ -146,13 +192,26 @@ class ConSERTMethod(Method):
 
         views = self.stage_views().get("unsup" if mode == "unsup" else "nli")
         return ConSERT(
-            encoder,
+            self.training_encoder(encoder),
             views=[view_from_spec(view) for view in views or ("none", "none")],
             temperature=protocol.temperature,
             mode=mode,
             contrastive_weight=self.contrastive_weight,
+            max_square=self.max_square,
             rematerialize=self.rematerialize,
         )
+
+    def training_encoder(self, encoder):
+        """`encoder`'s backbone pooled by `training_pooling` (`encoder`
+        itself for "row" or its own pooling): training it trains `encoder`."""
+        from kcse.sentence_encoder import SentenceEncoder
+
+        if self.training_pooling in ("row", encoder.pooling):
+            return encoder
+        return SentenceEncoder(encoder.backbone, encoder.preprocessor,
+                               pooling=self.training_pooling,
+                               pooler_activation=encoder.pooler_activation,
+                               normalize=encoder.normalize)
 
     def train(self, encoder, data, protocol, task, seed, prefix, callbacks=(),
               verbose=0):
@@ -167,15 +226,26 @@ class ConSERTMethod(Method):
                 protocol, learning_rate=self.nli_learning_rate, epochs=1
             )
             fit(self.objective(encoder, protocol, supervised), x,
-                self.nli.labels, nli_protocol, verbose=verbose)
+                self.nli.labels, nli_protocol, verbose=verbose,
+                optimizer=self.optimizer(nli_protocol, len(self.nli)))
             count += len(self.nli)
         if supervised == "unsup" or then == "unsup":
             count += super().train(encoder, data, protocol, task, seed, prefix,
                                    callbacks, verbose)
         return count
 
+    def optimizer(self, protocol, samples):
+        return script_optimizer(self.optimizer_name, protocol, samples)
+
     def settings(self):
-        return super().settings() | {
+        # Adam's cells keep the key they had before the optimizer was a choice.
+        # Likewise the cells trained with the row's pooling and the max-square head.
+        changed = {} if self.optimizer_name == "adam" else {"optimizer": self.optimizer_name}
+        if self.training_pooling != "row":
+            changed["training_pooling"] = self.training_pooling
+        if not self.max_square:
+            changed["nli_max_square"] = False
+        return super().settings() | changed | {
             "views": self.stage_views(),
             "mode": self.mode,
             "contrastive_weight": self.contrastive_weight,

@@ -60,7 +60,7 @@ class ContrastiveTensionMethod(Method):
         return ContrastiveTension(encoder, negatives=self.negatives,
                                   rematerialize=self.rematerialize)
 
-    def optimizer(self, protocol):
+    def optimizer(self, protocol, samples):
         import keras
 
         schedule = keras.optimizers.schedules.PiecewiseConstantDecay(

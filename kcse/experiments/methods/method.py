@@ -122,12 +122,14 @@ class Method:
         `verbose` is `fit`'s (0 silent, "auto" a progress bar).
         """
         x, y = self.training_data(data, protocol, task, seed, prefix)
+        samples = len(x[0]) if isinstance(x, tuple) else len(x)
         fit(self.objective(encoder, protocol), x, y, protocol, callbacks, verbose,
-            self.optimizer(protocol))
-        return len(x[0]) if isinstance(x, tuple) else len(x)
+            self.optimizer(protocol, samples))
+        return samples
 
-    def optimizer(self, protocol):
-        """The training optimizer; None: Adam at the protocol's rate."""
+    def optimizer(self, protocol, samples):
+        """The optimizer training on `samples` samples under `protocol`;
+        None: Adam at the protocol's rate."""
         return None
 
     def settings(self):
@@ -149,6 +151,31 @@ def fit(objective, x, y, protocol, callbacks=(), verbose=0, optimizer=None):
         callbacks=list(callbacks),
         verbose=verbose,
     )
+
+
+# `--optimizer` of the methods whose authors train with sentence-transformers'
+# `fit` (ConSERT, SG-OPT: `script_optimizer`).
+OPTIMIZERS = ("adamw", "adam")
+OPTIMIZER_FLAG = Flag(
+    "--optimizer", choices=OPTIMIZERS, default="adamw",
+    help="adamw: the authors' transformers.AdamW at WarmupLinear (sentence-transformers' "
+    "fit: weight decay 0.01 but on biases and LayerNorm, gradients clipped to norm 1, "
+    "lr up from 0 over ceil(0.1 · samples · epochs / batch) steps, then down to 0 at the "
+    "last; ConSERT's main.py: eps 1e-6, correct_bias False; SG-BERT's training.py: "
+    "betas (0.9, 0.9), correct_bias True); adam: Keras' Adam at the constant rate "
+    "(kcse's before; the cells it made stay valid) (default: adamw)")
+
+
+def script_optimizer(choice, protocol, samples, **adamw):
+    """The optimizer `--optimizer choice` names for `samples` samples under
+    `protocol`: `sentence_transformers_adamw` with `adamw`'s arguments
+    (`beta_2`, `bias_correction`), or None (the protocol's Adam) for adam."""
+    if choice == "adam":
+        return None
+    from kcse.layers.adam_weight_decay import sentence_transformers_adamw
+
+    return sentence_transformers_adamw(protocol.learning_rate, samples, protocol.epochs,
+                                       protocol.batch_size, **adamw)
 
 
 # The NLI file ConSERT's supervised modes and supervised SimCSE's triplets read.

@@ -3,8 +3,10 @@
 import argparse
 
 from kcse import arguments
+from kcse.experiments.methods.method import OPTIMIZER_FLAG
 from kcse.experiments.methods.method import Flag
 from kcse.experiments.methods.method import Method
+from kcse.experiments.methods.method import script_optimizer
 from kcse.layers.pooling_rules import PIVOT_POOLINGS
 from kcse.losses.self_guided_variants import VARIANTS
 
@@ -26,11 +28,20 @@ def layer_range(text):
 class SGOptMethod(Method):
     """SG-OPT with the protocol's temperature (SG-OPT: 0.01).
 
+    Trains as galsang/SG-BERT's `training.py` does: transformers' AdamW
+    with betas (0.9, 0.9), `correct_bias=True`, weight decay 0.01 but on
+    biases and LayerNorm (`fit`'s default; the script's `weight_decay` 0 is
+    overridden by `fit`'s parameter groups), gradients clipped to norm 1,
+    a linear warm-up over the first ceil(10%) of the steps, then a linear
+    decay to 0 (`kcse.layers.adam_weight_decay.sentence_transformers_adamw`);
+    `optimizer="adam"`: Keras' Adam at the constant rate.
+
     Args:
         projection_dim: width of the projection head.
         regularization: λ on Σ‖θ_T − θ_F‖².
         variant, pivot_pooling, pivot_layers, projection: the ablation's
             choices, as `kcse.SGOpt` takes them.
+        optimizer: "adamw" (SG-BERT's) or "adam".
     """
 
     name = "sg_opt"
@@ -55,11 +66,15 @@ class SGOptMethod(Method):
              "embeddings (default: all; the authors' lmin, lmax)"),
         Flag("--projection-head", action=argparse.BooleanOptionalAction, default=True,
              help="pass the vectors through the projection head (default: yes)"),
+        OPTIMIZER_FLAG,
     )
+
+    # SG-BERT's training.py: optimizer_params={'correct_bias': True, 'betas': (0.9, 0.9)}.
+    ADAMW = {"beta_2": 0.9, "bias_correction": True}
 
     def __init__(self, projection_dim=4096, regularization=0.1, variant="opt3",
                  pivot_pooling="mean", pivot_layers=None, projection=True,
-                 rematerialize=False):
+                 optimizer="adamw", rematerialize=False):
         super().__init__(rematerialize)
         self.projection_dim = projection_dim
         self.regularization = regularization
@@ -67,12 +82,13 @@ class SGOptMethod(Method):
         self.pivot_pooling = pivot_pooling
         self.pivot_layers = None if pivot_layers is None else tuple(pivot_layers)
         self.projection = projection
+        self.optimizer_name = optimizer
 
     @classmethod
     def from_args(cls, args, rematerialize=False):
         return cls(args.projection_dim, args.regularization, args.sg_loss,
                    args.pivot_pooling, args.pivot_layers, args.projection_head,
-                   rematerialize)
+                   args.optimizer, rematerialize)
 
     def encoder_problem(self, encoder):
         layers = encoder.backbone.num_layers + 1
@@ -90,7 +106,12 @@ class SGOptMethod(Method):
                      pivot_pooling=self.pivot_pooling, pivot_layers=self.pivot_layers,
                      projection=self.projection, rematerialize=self.rematerialize)
 
+    def optimizer(self, protocol, samples):
+        return script_optimizer(self.optimizer_name, protocol, samples, **self.ADAMW)
+
     def settings(self):
+        # Adam's cells keep the key they had before the optimizer was a choice.
+        optimizer = {} if self.optimizer_name == "adam" else {"optimizer": self.optimizer_name}
         ablation = {  # Only where not SG-OPT's: cells before these options stay valid.
             name: value for name, value, default in (
                 ("sg_loss", self.variant, "opt3"),
@@ -102,4 +123,4 @@ class SGOptMethod(Method):
         return super().settings() | {
             "projection_dim": self.projection_dim,
             "regularization": self.regularization,
-        } | ablation
+        } | optimizer | ablation
