@@ -1,7 +1,8 @@
 """ConSERT's ablations: one setting swept, one table (or heatmap) each.
 
-The grid of `recipes/consert.py` (its flags and defaults, `--help` lists
-them) run once per value of `--sweep`, into one results folder, then
+The grid of `recipes/consert.py` (its flags and defaults, rows last2avg;
+`--help` lists them) run once per value of `--sweep`, into one results
+folder, then
 `ablation_<sweep>.md` with column c per value (and, for `views`, ConSERT's
 Figure 5 as `ablation_views_<model>_<pooling>_<task>.png`):
 

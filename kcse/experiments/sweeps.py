@@ -304,9 +304,10 @@ def write_sweep(output, sweep, values, stores_and_keys, tasks, settings_text, pl
     return written
 
 
-def sweep_main(doc, output, argv=None):
-    """`recipes/consert_ablations.py`: ConSERT's recipe flags plus `--sweep`
-    and `--values`; runs one grid per value, then writes the sweep's table.
+def sweep_main(doc, output, argv=None, poolings=("last2avg",)):
+    """`recipes/consert_ablations.py`: ConSERT's recipe flags (with its
+    recipe's default rows, `poolings`: `last2avg`, the pooling ConSERT reports) plus `--sweep` and `--values`; runs one grid per value,
+    then writes the sweep's table.
     Bad flags exit 2 with one line before any work; failed cells exit 1
     after the table is written."""
     from kcse.experiments.command_line import add_method_arguments
@@ -317,7 +318,7 @@ def sweep_main(doc, output, argv=None):
     from kcse.experiments.command_line import one_line_stops
     from kcse.experiments.command_line import run_grids
 
-    parser = comparison_parser(doc, output)
+    parser = comparison_parser(doc, output, poolings)
     add_method_arguments(parser, ["consert"])
     group = parser.add_argument_group("sweep")
     group.add_argument("--sweep", choices=tuple(SWEEPS), required=True,
