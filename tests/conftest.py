@@ -5,6 +5,9 @@ import os
 import pathlib
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# transformers: the torch models only, whichever test file imports it first
+# in a worker (with TensorFlow there, its TF modules need tf-keras).
+os.environ.setdefault("USE_TF", "0")
 # XLA's CPU compiler (JAX, TensorFlow's jit_compile) spends seconds
 # optimising even a tiny model's train step; at optimisation level 0 it
 # compiles several times faster, the numbers equal up to rounding. Set
