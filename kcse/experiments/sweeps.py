@@ -247,6 +247,7 @@ def heatmap_matrix(views, cells_by_pair, task):
 def plot_heatmap(path, views, matrix, title):
     """A PNG of `matrix` (rows the first view, columns the second), each
     square annotated with its number. Needs matplotlib; returns `path`."""
+    import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -259,7 +260,7 @@ def plot_heatmap(path, views, matrix, title):
     axes.set_yticks(range(len(views)), views)
     axes.set_xlabel("2nd view")
     axes.set_ylabel("1st view")
-    for (i, j), value in _items(matrix):
+    for (i, j), value in np.ndenumerate(matrix):
         axes.text(j, i, "-" if value != value else f"{value:.2f}", ha="center",
                   va="center", color="white", fontsize=10)
     figure.colorbar(image, ax=axes, label="Spearman ×100")
@@ -267,12 +268,6 @@ def plot_heatmap(path, views, matrix, title):
     figure.savefig(path, dpi=110)
     figure.clear()
     return path
-
-
-def _items(matrix):
-    for i, row in enumerate(matrix):
-        for j, value in enumerate(row):
-            yield (i, j), value
 
 
 def write_sweep(output, sweep, values, stores_and_keys, tasks, settings_text, plot):
