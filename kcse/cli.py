@@ -733,7 +733,7 @@ class EncodeWriter:
 
 def run_export(args):
     start_tensorflow(args.verbose)
-    from kcse.export import ExportCheckError
+    from kcse.export.saved_model import ExportCheckError
 
     encoder, prefix, _ = load_encoder(args)
     try:

@@ -15,7 +15,7 @@ from kcse.models.embedding_lookup import token_embedding
 from kcse.models.layer_taps import hidden_states_model
 from kcse.models.layer_taps import set_hidden_dropout
 from kcse.models.model_sources import load_preset
-from kcse.export import export_saved_model
+from kcse.export.saved_model import export_saved_model
 from kcse.layers.sentence_pooling import SentencePooling
 from kcse.layers.sentence_pooling import resolve_pooling
 from kcse.layers.wk_pooling import check_layers
@@ -275,14 +275,32 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
             super().save(temporary, overwrite=True, **kwargs)
 
     def export(self, filepath, format="tf_saved_model", normalize=None, **kwargs):
-        """Exports a SavedModel for TF Serving (strings and token ids in).
+        """Exports the encoder for use outside kcse.
 
-        `format="tf_saved_model"` (the default) writes the signatures
-        `serving_default` (a batch of strings) and `encode_ids` (token
-        arrays), with each variable stored once: see
-        `kcse.export.export_saved_model`, which `normalize` is passed to.
+        - `"tf_saved_model"` (the default): a SavedModel for TF Serving with
+          the signatures `serving_default` (a batch of strings) and
+          `encode_ids` (token arrays), each variable stored once: see
+          `kcse.export.saved_model.export_saved_model`, which `normalize` is
+          passed to.
+        - `"sentence_transformers"`: a folder `SentenceTransformer` loads,
+          pooling, whitening and normalisation included; keyword arguments
+          `prompts`, `training`, `overwrite`: see
+          `kcse.export.export_sentence_transformers`.
+        - `"huggingface"`: the backbone and tokenizer alone, for
+          `transformers.AutoModel` (`kcse.export.export_huggingface`;
+          keyword argument `overwrite`).
+
         Other formats are Keras' `Model.export`.
         """
+        if format in ("sentence_transformers", "huggingface"):
+            if normalize is not None:
+                raise TypeError(f"format={format!r} keeps the encoder's own "
+                                "normalize; build the encoder with the one wanted.")
+            from kcse import export
+
+            if format == "huggingface":
+                return export.export_huggingface(self, filepath, **kwargs)
+            return export.export_sentence_transformers(self, filepath, **kwargs)
         if format != "tf_saved_model":
             return super().export(filepath, format=format, **kwargs)
         overwrite = kwargs.pop("overwrite", True)

@@ -113,3 +113,26 @@ def torch_outputs(model, features):
         )
     mask = features["padding_mask"].astype(bool)
     return output.last_hidden_state.numpy(), output.get("pooler_output"), mask
+
+
+def hugging_face_checkpoint(tmp_path, family, pooler=True, config=TINY_CONFIG):
+    """The same weights without pre-training heads, which HF's loaders need
+    model classes for."""
+    arrays = checkpoint_arrays(
+        config,
+        position_embeddings=family not in ("nezha", "roformer"),
+        pooler=pooler,
+    )
+    arrays = {k: v for k, v in arrays.items() if k.startswith("bert/")}
+    if family == "roformer":  # HF's RoFormerModel has no pooler.
+        arrays = {k: v for k, v in arrays.items() if "pooler" not in k}
+    folder = write_checkpoint(tmp_path / "hf", arrays, config, VOCABULARY)
+    return str(folder / "bert_model.ckpt")
+
+
+def hf_config(config_class, config=TINY_CONFIG, **extra):
+    """An HF config of the bert_config.json written (its `hidden_act`
+    included), without dropout."""
+    config = dict(config, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    config.update(extra)
+    return config_class(**config)

@@ -16,7 +16,7 @@ import kcse
 from conftest import tiny_bert
 from conftest import tiny_preprocessor
 from conftest import tiny_vocabulary
-from kcse import export
+from kcse.export import saved_model as export
 
 ID_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 DIM = 8  # tiny_bert's hidden_dim

@@ -13,26 +13,13 @@ from checkpoints import VOCABULARY
 from checkpoints import write_checkpoint
 from checkpoints import torch_outputs
 from checkpoints import write_family
+from checkpoints import hf_config
+from checkpoints import hugging_face_checkpoint
 from tests.layer_checks import run_backbone_test
 
 os.environ.setdefault("USE_TF", "0")  # transformers: the torch models only.
 # The references: pinned in the dev extras, so a missing one fails (no skip).
 import transformers  # noqa: E402
-
-
-def hugging_face_checkpoint(tmp_path, family, pooler=True, config=TINY_CONFIG):
-    """The same weights without pre-training heads, which HF's loaders need
-    model classes for."""
-    arrays = checkpoint_arrays(
-        config,
-        position_embeddings=family not in ("nezha", "roformer"),
-        pooler=pooler,
-    )
-    arrays = {k: v for k, v in arrays.items() if k.startswith("bert/")}
-    if family == "roformer":  # HF's RoFormerModel has no pooler.
-        arrays = {k: v for k, v in arrays.items() if "pooler" not in k}
-    folder = write_checkpoint(tmp_path / "hf", arrays, config, VOCABULARY)
-    return str(folder / "bert_model.ckpt")
 
 
 def keras_outputs(backbone, preprocessor):
@@ -46,14 +33,6 @@ def keras_outputs(backbone, preprocessor):
 def assert_same_real_tokens(actual, expected, mask):
     # Padded positions are never pooled; compare the real tokens.
     np.testing.assert_allclose(actual[mask], expected[mask], atol=1e-4)
-
-
-def hf_config(config_class, config=TINY_CONFIG, **extra):
-    """An HF config of the bert_config.json written (its `hidden_act`
-    included), without dropout."""
-    config = dict(config, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-    config.update(extra)
-    return config_class(**config)
 
 
 def hugging_face_bert(tmp_path, config):

@@ -1,0 +1,19 @@
+"""Exports of a `SentenceEncoder`: TF SavedModel, Hugging Face, sentence-transformers.
+
+- `saved_model.py`: the SavedModel TF Serving runs (`encoder.export(path)`).
+- `huggingface.py`: the backbone as a transformers folder (`AutoModel`).
+- `word_piece_json.py`: the tokenizer as a `tokenizer.json` that cuts text
+  as kcse does.
+- `sentence_transformers.py`: the whole encoder (pooling, whitening,
+  normalisation) as a sentence-transformers folder.
+"""
+
+from kcse.lazy_exports import lazy_exports
+
+_EXPORTS = {
+    "export_huggingface": "kcse.export.huggingface",
+    "export_sentence_transformers": "kcse.export.sentence_transformers",
+    "UnsupportedExportError": "kcse.export.formats",
+}
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

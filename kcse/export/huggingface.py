@@ -1,0 +1,217 @@
+"""A kcse backbone and tokenizer as a Hugging Face `transformers` folder.
+
+`export_huggingface` writes what `transformers.AutoModel` and
+`AutoTokenizer` load offline: `config.json`, `model.safetensors`, and the
+tokenizer files of `kcse.export.word_piece_json`. The weights are renamed
+from the backbone's Google-checkpoint names (`checkpoint_variable_map`,
+the names kcse reads original checkpoints by) the way transformers'
+`load_tf_weights_in_bert` reads such names, so one map serves every
+family whose Hugging Face model keeps BERT's parameter names.
+
+| kcse backbone | Hugging Face model |
+|---|---|
+| `kcse.models.BertBackbone`, keras-hub's `BertBackbone` (BERT, RoBERTa-wwm, SimBERT, all-MiniLM-L6-v2, keras-hub BERT presets) | `BertModel` |
+| `kcse.models.NezhaBackbone` | `NezhaModel` |
+
+Not yet written (one line says so): RoFormer and WoBERT, whose words are
+cut by jieba before WordPiece, and XLM-RoBERTa (multilingual-e5-small).
+"""
+
+import json
+import pathlib
+import re
+
+import numpy as np
+from keras import ops
+
+from kcse import atomic_files
+from kcse.export import word_piece_json
+from kcse.export.formats import UnsupportedExportError
+from kcse.models.google_checkpoint.checkpoint_converter import checkpoint_variable_map
+
+# keras-hub's BERT and kcse's relative-position backbones: LayerNorm epsilon.
+LAYER_NORM_EPSILON = 1e-12
+# keras-hub's BertBackbone always runs the tanh GELU: Hugging Face's name for it.
+KERAS_HUB_BERT_ACTIVATION = "gelu_new"
+WEIGHTS_FILE = "model.safetensors"
+CONFIG_FILE = "config.json"
+
+
+def huggingface_architecture(backbone):
+    """`(model_type, architecture)` of `backbone` in transformers, or raises.
+
+    Raises `UnsupportedExportError` for a backbone transformers has no
+    model of kcse's exact computation for (yet).
+    """
+    import keras_hub
+
+    from kcse.models.relative_position.relative_position_backbone import NezhaBackbone
+
+    if isinstance(backbone, keras_hub.models.BertBackbone):
+        return "bert", "BertModel"
+    if isinstance(backbone, NezhaBackbone):
+        return "nezha", "NezhaModel"
+    raise UnsupportedExportError(
+        f"{type(backbone).__name__} is not exported to Hugging Face yet: kcse writes "
+        "BERT (keras-hub's and kcse's BertBackbone: BERT, RoBERTa-wwm, SimBERT, "
+        "MiniLM) and NEZHA backbones"
+    )
+
+
+def huggingface_config(backbone, max_position_embeddings, pad_token_id=0):
+    """The `config.json` of `backbone` as its transformers model reads it.
+
+    `max_position_embeddings`: BERT's is the backbone's own; NEZHA, whose
+    positions are relative, takes the longest input it will be given (its
+    relative-position table is built that long).
+    """
+    model_type, architecture = huggingface_architecture(backbone)
+    config = {
+        "architectures": [architecture],
+        "model_type": model_type,
+        "vocab_size": backbone.vocabulary_size,
+        "hidden_size": backbone.hidden_dim,
+        "num_hidden_layers": backbone.num_layers,
+        "num_attention_heads": backbone.num_heads,
+        "intermediate_size": backbone.intermediate_dim,
+        "hidden_act": getattr(backbone, "activation", KERAS_HUB_BERT_ACTIVATION),
+        "hidden_dropout_prob": backbone.dropout,
+        "attention_probs_dropout_prob": backbone.dropout,
+        "max_position_embeddings": max_position_embeddings,
+        "type_vocab_size": backbone.num_segments,
+        "layer_norm_eps": LAYER_NORM_EPSILON,
+        "initializer_range": 0.02,
+        "pad_token_id": pad_token_id,
+        "torch_dtype": "float32",
+    }
+    if model_type == "bert":
+        config["max_position_embeddings"] = backbone.max_sequence_length
+    else:
+        config["max_relative_position"] = backbone.max_relative_position
+    return config
+
+
+def huggingface_name(checkpoint_name):
+    """transformers' parameter name for a Google-checkpoint variable name.
+
+    `bert/encoder/layer_0/attention/self/query/kernel` →
+    `encoder.layer.0.attention.self.query.weight`, as transformers'
+    `load_tf_weights_in_bert` maps them (kernel and gamma → weight, beta →
+    bias, a bare embedding table → its `.weight`).
+    """
+    parts = checkpoint_name.split("/")[1:]
+    parts = [re.sub(r"^layer_(\d+)$", r"layer.\1", part) for part in parts]
+    renamed = {"kernel": "weight", "gamma": "weight", "beta": "bias"}
+    if parts[-1] in renamed:
+        parts[-1] = renamed[parts[-1]]
+    elif parts[-1] != "bias":
+        parts.append("weight")
+    return ".".join(parts)
+
+
+def huggingface_weights(backbone):
+    """`{transformers parameter name: float32 array}` of `backbone`.
+
+    Kernels are stored as torch's `Linear` keeps them, `[out, in]`: the
+    attention kernels, which keras-hub keeps per head, are flattened first
+    (queries, keys and values `[hidden, heads, head_dim]`, the output
+    projection `[heads, head_dim, hidden]`).
+    """
+    weights = {}
+    for name, variable in checkpoint_variable_map(backbone).items():
+        value = np.asarray(ops.convert_to_numpy(variable), "float32")
+        if name.endswith("/kernel"):
+            if name.endswith("attention/output/dense/kernel"):
+                value = value.reshape(-1, value.shape[-1])
+            else:
+                value = value.reshape(value.shape[0], -1)
+            value = value.T
+        elif value.ndim > 1 and not name.startswith("bert/embeddings/"):
+            value = value.reshape(-1)  # Per-head biases.
+        weights[huggingface_name(name)] = np.ascontiguousarray(value)
+    return weights
+
+
+def write_safetensors(path, tensors):
+    """Writes `{name: array}` as a safetensors file transformers and torch read."""
+    from safetensors.numpy import save_file
+
+    save_file(tensors, str(path), metadata={"format": "pt"})
+
+
+def write_backbone(folder, encoder, config_extra=None):
+    """Writes the config, weights and tokenizer files of `encoder` into `folder`.
+
+    The folder must exist (a temporary one: callers rename it into place).
+    `config_extra` is merged into `config.json`.
+    """
+    folder = pathlib.Path(folder)
+    tokenizer = encoder.preprocessor.tokenizer
+    length = encoder.preprocessor.sequence_length
+    files = word_piece_json.tokenizer_files(tokenizer, length)
+    pad_id = tokenizer.token_to_id(tokenizer.pad_token)
+    config = huggingface_config(encoder.backbone, max(length, 512), pad_id)
+    config.update(config_extra or {})
+    (folder / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    write_safetensors(folder / WEIGHTS_FILE, huggingface_weights(encoder.backbone))
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+
+
+def check_exportable(encoder):
+    """Raises `UnsupportedExportError` unless `encoder`'s backbone and tokenizer export."""
+    huggingface_architecture(encoder.backbone)
+    if encoder.preprocessor is None:
+        raise UnsupportedExportError(
+            "the encoder has no preprocessor: a Hugging Face folder needs its tokenizer"
+        )
+    word_piece_json.check_tokenizer(encoder.preprocessor.tokenizer)
+
+
+def check_destination(path, overwrite):
+    """Raises `FileExistsError` for an existing `path` unless `overwrite`."""
+    path = pathlib.Path(path)
+    if path.exists() and not overwrite and (not path.is_dir() or any(path.iterdir())):
+        raise FileExistsError(f"{path} exists; pass overwrite=True to replace it")
+
+
+def export_huggingface(encoder, path, overwrite=False):
+    """Writes `encoder`'s backbone and tokenizer as a transformers folder.
+
+    `transformers.AutoModel.from_pretrained(path)` loads the backbone
+    (`BertModel` or `NezhaModel`) and its hidden states equal kcse's;
+    `AutoTokenizer.from_pretrained(path)` tokenizes as kcse does (see
+    `kcse.export.word_piece_json`). Pooling, whitening and normalisation
+    are not part of a transformers model: `export_sentence_transformers`
+    keeps them.
+
+    The folder is written under a temporary name beside `path` and renamed
+    into place; an existing non-empty `path` raises `FileExistsError`
+    unless `overwrite`. An encoder this format cannot express (a backbone
+    family not written yet, a jieba tokenizer) raises
+    `UnsupportedExportError` before anything is written.
+
+    Example:
+    ```python
+    import json
+    import keras_hub
+    import kcse
+
+    # A tiny NEZHA (relative positions) with a character vocabulary.
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "一", "个", "女", "孩"]
+    tokenizer = keras_hub.models.BertTokenizer(vocabulary=vocabulary, lowercase=True)
+    encoder = kcse.SentenceEncoder(
+        kcse.models.NezhaBackbone(vocabulary_size=len(vocabulary), num_layers=2,
+                                  num_heads=2, hidden_dim=8, intermediate_dim=16),
+        keras_hub.models.BertTextEmbedderPreprocessor(tokenizer, sequence_length=16))
+    kcse.export.export_huggingface(encoder, "nezha-hf")
+    config = json.load(open("nezha-hf/config.json"))
+    assert config["architectures"] == ["NezhaModel"] and config["hidden_size"] == 8
+    # transformers.AutoModel.from_pretrained("nezha-hf") is a NezhaModel.
+    ```
+    """
+    check_exportable(encoder)
+    check_destination(path, overwrite)
+    with atomic_files.writing_folder(path) as temporary:
+        write_backbone(temporary, encoder)
+    return pathlib.Path(path)

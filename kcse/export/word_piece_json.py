@@ -1,0 +1,226 @@
+"""keras-hub's WordPiece tokenization as a Hugging Face `tokenizer.json`.
+
+A folder's tokenizer must cut text as the encoder did in training, or the
+exported model sees other tokens. keras-hub's `WordPieceTokenizer` (every
+BERT-family tokenizer of kcse but the jieba ones) does not cut text as
+transformers' `BertTokenizer` does: with `lowercase`, it folds each piece
+with ICU's NFKC case folding (`tf_text.case_fold_utf8`), which also turns
+full-width forms into ASCII ("，" → ",", "：" → ":", "１" → "1"); HF only
+lowercases. On the Chinese STS-B test sentences 726 of 2,456 differ with
+all-MiniLM-L6-v2's vocabulary. So the folder does not name `BertTokenizer`
+(whose `vocab.txt` reading would give HF's cuts): it ships a
+`tokenizer.json` for the `tokenizers` library that does keras-hub's steps,
+loaded by `transformers.AutoTokenizer` as a `PreTrainedTokenizerFast`:
+
+- normalizer: `BertNormalizer` (control characters removed, whitespace to
+  spaces, spaces around CJK characters when `split_on_cjk`, accents
+  stripped when `strip_accents`; no lowercasing) then, with `lowercase`,
+  `NFKC` and `Lowercase` (NFKC case folding's two halves);
+- pre-tokenizer: `BertPreTokenizer` (whitespace and punctuation, which it
+  defines as keras-hub does: ASCII non-alphanumerics and Unicode P*);
+- model: `WordPiece` with the tokenizer's vocabulary, unknown token and
+  suffix indicator;
+- post-processor: `[CLS] text [SEP]`, as the preprocessor packs a sentence.
+
+kcse's folding differs from `NFKC` + `Lowercase` in three ways, each
+written into the JSON: keras-hub folds a piece after cutting, so "…" is
+one piece that folds to "..." (and 18 more punctuation marks that fold to
+several marks: "‼", "︙", ...), where HF would cut "..." in three; such a
+mark is replaced by placeholder characters (plane-15 private use) that the
+vocabulary maps to the ids kcse gives the mark. Case folding is more than
+lowercasing for 183 characters ("ß" → "ss", "ς" → "σ"): a `Replace` each.
+Control and format characters (Cc, Cf: zero-width spaces) cut words in
+keras-hub and are deleted by HF's `BertNormalizer`: they become spaces.
+
+Still different: a letter, digit or symbol that folds to punctuation ("⒈" → "1.", "㈱" → "(株)")
+or to a space ("¨"), within a word; keras-hub's limit on a word is 100
+bytes, HF's 100 characters. None of them is in Chinese STS-B.
+With `special_tokens_in_strings=False` (keras-hub's default) a "[CLS]"
+typed in a sentence is text, not a token: `split_special_tokens` keeps it so.
+"""
+
+import functools
+import json
+import sys
+import unicodedata
+
+from kcse.export.formats import UnsupportedExportError
+
+# The longest word WordPiece cuts; longer ones are one unknown token.
+MAX_WORD_LENGTH = 100
+TOKENIZER_FILE = "tokenizer.json"
+TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
+SPECIAL_TOKENS_FILE = "special_tokens_map.json"
+SPECIAL_TOKEN_NAMES = ("cls_token", "sep_token", "pad_token", "mask_token")
+# The first placeholder of a punctuation mark that folds to several
+# (supplementary private use area A: never in a vocabulary or in text).
+PLACEHOLDER_START = 0xF0000
+# What keras-hub's pre-tokenizer cuts words at and drops (its WHITESPACE_REGEX).
+CONTROL_AND_FORMAT = r"[\p{Cc}\p{Cf}]"
+
+
+def is_punctuation(character):
+    """BERT's punctuation, as keras-hub's PUNCTUATION_REGEX and HF define it."""
+    code = ord(character)
+    if 33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126:
+        return True
+    return unicodedata.category(character).startswith("P")
+
+
+def folds_to_several(character):
+    """Whether NFKC case folding makes `character` several characters."""
+    return len(unicodedata.normalize("NFKC", character).casefold()) > 1
+
+
+def characters(test):
+    """Every Unicode character for which `test` holds, in code point order."""
+    return [chr(code) for code in range(sys.maxunicode + 1) if test(chr(code))]
+
+
+@functools.cache
+def expanding_punctuation():
+    """Punctuation marks that fold to several characters ("…" → "...")."""
+    return characters(lambda c: is_punctuation(c) and folds_to_several(c))
+
+
+@functools.cache
+def case_folds_beyond_lowercase():
+    """`{lowercase character: its case folding}` where the two differ."""
+    return {c: c.casefold() for c in characters(lambda c: c == c.lower() != c.casefold())}
+
+
+def check_tokenizer(tokenizer):
+    """Raises `UnsupportedExportError` unless `tokenizer_json` can express `tokenizer`."""
+    import keras_hub
+
+    from kcse.models.wobert.jieba_word_piece_tokenizer import JiebaWordPieceTokenizer
+
+    if isinstance(tokenizer, JiebaWordPieceTokenizer):
+        raise UnsupportedExportError(
+            "the tokenizer cuts words with jieba before WordPiece (WoBERT, RoFormer); "
+            "Hugging Face tokenizers have no jieba step (transformers' RoFormerTokenizer "
+            "runs rjieba, whose cuts differ), so an exported folder would tokenize "
+            "otherwise than the encoder was trained"
+        )
+    if not isinstance(tokenizer, keras_hub.tokenizers.WordPieceTokenizer):
+        raise UnsupportedExportError(
+            f"{type(tokenizer).__name__} is not exported to Hugging Face yet: kcse "
+            "writes WordPiece (BERT-family) tokenizers"
+        )
+    if not tokenizer.split:
+        raise UnsupportedExportError(
+            "the WordPiece tokenizer has split=False (text pre-split by the caller), "
+            "which a Hugging Face tokenizer cannot reproduce"
+        )
+
+
+def special_tokens(tokenizer):
+    """`{name: token}` of the tokenizer's unknown and BERT special tokens."""
+    tokens = {"unk_token": tokenizer.oov_token}
+    for name in SPECIAL_TOKEN_NAMES:
+        tokens[name] = getattr(tokenizer, name)
+    return tokens
+
+
+def replace(pattern, content, regex=False):
+    """A `Replace` normalizer of `pattern` (a string, or a regex) by `content`."""
+    return {"type": "Replace", "pattern": {"Regex" if regex else "String": pattern},
+            "content": content}
+
+
+def folding_normalizers(tokenizer, placeholders):
+    """The normalizers of keras-hub's case folding; adds to `placeholders`.
+
+    `placeholders` (`{placeholder: id}`) gets the vocabulary entries of the
+    punctuation marks that fold to several characters: each mark is
+    replaced by one placeholder per id kcse's tokenizer gives it alone.
+    """
+    marks = expanding_punctuation()
+    normalizers = []
+    for mark, ids in zip(marks, tokenizer(marks)):
+        ids = [int(i) for i in ids]
+        names = [chr(PLACEHOLDER_START + len(placeholders) + i) for i in range(len(ids))]
+        placeholders.update(zip(names, ids))
+        normalizers.append(replace(mark, " " + " ".join(names) + " "))
+    normalizers += [{"type": "NFKC"}, {"type": "Lowercase"}]
+    normalizers += [replace(lower, folded)
+                    for lower, folded in case_folds_beyond_lowercase().items()]
+    return normalizers
+
+
+def tokenizer_json(tokenizer):
+    """The `tokenizers` library's JSON (a dict) cutting text as `tokenizer`."""
+    vocabulary = tokenizer.get_vocabulary()
+    ids = {token: index for index, token in enumerate(vocabulary)}
+    tokens = special_tokens(tokenizer)
+    normalizers = [
+        replace(CONTROL_AND_FORMAT, " ", regex=True),
+        {"type": "BertNormalizer", "clean_text": True,
+         "handle_chinese_chars": bool(tokenizer.split_on_cjk),
+         "strip_accents": bool(tokenizer.strip_accents), "lowercase": False},
+    ]
+    placeholders = {}
+    if tokenizer.lowercase:
+        normalizers += folding_normalizers(tokenizer, placeholders)
+    cls, sep = tokens["cls_token"], tokens["sep_token"]
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [
+            {"id": ids[token], "content": token, "single_word": False, "lstrip": False,
+             "rstrip": False, "normalized": False, "special": True}
+            for token in sorted(set(tokens.values()), key=ids.__getitem__)
+        ],
+        "normalizer": {"type": "Sequence", "normalizers": normalizers},
+        "pre_tokenizer": {"type": "BertPreTokenizer"},
+        "post_processor": {
+            "type": "TemplateProcessing",
+            "single": [{"SpecialToken": {"id": cls, "type_id": 0}},
+                       {"Sequence": {"id": "A", "type_id": 0}},
+                       {"SpecialToken": {"id": sep, "type_id": 0}}],
+            "pair": [{"SpecialToken": {"id": cls, "type_id": 0}},
+                     {"Sequence": {"id": "A", "type_id": 0}},
+                     {"SpecialToken": {"id": sep, "type_id": 0}},
+                     {"Sequence": {"id": "B", "type_id": 1}},
+                     {"SpecialToken": {"id": sep, "type_id": 1}}],
+            "special_tokens": {
+                token: {"id": token, "ids": [ids[token]], "tokens": [token]}
+                for token in (cls, sep)
+            },
+        },
+        "decoder": {"type": "WordPiece", "prefix": tokenizer.suffix_indicator,
+                    "cleanup": True},
+        "model": {
+            "type": "WordPiece",
+            "unk_token": tokens["unk_token"],
+            "continuing_subword_prefix": tokenizer.suffix_indicator,
+            "max_input_chars_per_word": MAX_WORD_LENGTH,
+            "vocab": {**ids, **placeholders},
+        },
+    }
+
+
+def tokenizer_files(tokenizer, sequence_length):
+    """`{file name: text}` of the tokenizer files of a transformers folder.
+
+    `tokenizer.json` (see the module), `tokenizer_config.json` naming
+    `PreTrainedTokenizerFast` with `model_max_length` = `sequence_length`
+    (the preprocessor's, [CLS] and [SEP] included), and
+    `special_tokens_map.json`.
+    """
+    check_tokenizer(tokenizer)
+    tokens = special_tokens(tokenizer)
+    config = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "model_max_length": sequence_length,
+        "split_special_tokens": not tokenizer.special_tokens_in_strings,
+        "clean_up_tokenization_spaces": False,
+        "do_lower_case": bool(tokenizer.lowercase),
+        **tokens,
+    }
+    return {
+        TOKENIZER_FILE: json.dumps(tokenizer_json(tokenizer), ensure_ascii=False) + "\n",
+        TOKENIZER_CONFIG_FILE: json.dumps(config, indent=2, ensure_ascii=False) + "\n",
+        SPECIAL_TOKENS_FILE: json.dumps(tokens, indent=2, ensure_ascii=False) + "\n",
+    }

@@ -1,0 +1,131 @@
+"""A SentenceEncoder as a sentence-transformers folder: the same vectors.
+
+Reference: sentence-transformers (its `Transformer`, `WeightedLayerPooling`,
+`Pooling`, `Dense` and `Normalize` modules on transformers' PyTorch models)
+loading the folder offline; none of its code is kcse's. Each variant's
+vectors of the bundled Chinese STS-B test sentences must equal kcse's
+`encode` within 1e-5 (float32).
+"""
+
+import numpy as np
+import pytest
+
+import kcse
+from checkpoints import TINY_CONFIG
+from checkpoints import write_family
+from kcse.export.formats import UnsupportedExportError
+from sentence_encoder_test import minilm_folder
+from sentence_encoder_test import one_torch_thread
+from word_piece_json_test import chinese_stsb_test_sentences
+
+from sentence_transformers import SentenceTransformer  # noqa: E402
+
+TOLERANCE = 1e-5
+# The tiny models' 32 tokens cut some sentences: the same cut on both sides.
+pytestmark = pytest.mark.filterwarnings("ignore::kcse.TruncationWarning")
+# kcse's pooling -> the modules the folder must hold after the Transformer.
+MODULES = {
+    "P1": ["Pooling"], "P2": ["Pooling", "Dense"], "P3": ["Pooling"],
+    "P4": ["WeightedLayerPooling", "Pooling"], "last2avg": ["WeightedLayerPooling", "Pooling"],
+    "max": ["Pooling"],
+}
+
+
+def whitening_of(encoder, texts):
+    """A BERT-whitening to 6 dimensions, adapted on `texts`' vectors."""
+    whitening = kcse.layers.Whitening(n_components=6)
+    whitening.adapt(encoder.encode(texts))
+    return whitening
+
+
+def assert_same_vectors(encoder, folder, texts, expected_modules):
+    model = SentenceTransformer(str(folder), device="cpu")
+    assert [type(module).__name__ for module in model] == ["Transformer"] + expected_modules
+    assert model.max_seq_length == encoder.preprocessor.sequence_length
+    with one_torch_thread():
+        theirs = model.encode(texts, batch_size=64, convert_to_numpy=True)
+    ours = encoder.encode(texts)
+    assert theirs.shape == ours.shape == (len(texts), encoder.output_dim)
+    difference = np.abs(ours - theirs).max()
+    assert difference <= TOLERANCE, difference
+    return model
+
+
+@pytest.mark.parametrize("family", ["bert", "nezha"])
+@pytest.mark.parametrize("pooling", list(MODULES))
+def test_tiny_checkpoints_encode_as_kcse(tmp_path, family, pooling):
+    folder = write_family(tmp_path, family)
+    texts = chinese_stsb_test_sentences()
+    encoder = kcse.SentenceEncoder.from_checkpoint(folder, family, 32, pooling=pooling)
+    kcse.export.export_sentence_transformers(encoder, tmp_path / "st")
+    assert_same_vectors(encoder, tmp_path / "st", texts, MODULES[pooling])
+
+
+@pytest.mark.parametrize("family", ["bert", "nezha"])
+def test_whitened_normalized_and_tanh_pooler(tmp_path, family):
+    folder = write_family(tmp_path, family)
+    texts = chinese_stsb_test_sentences()
+    raw = kcse.SentenceEncoder.from_checkpoint(folder, family, 32, pooling="P4")
+    encoder = kcse.SentenceEncoder(raw.backbone, raw.preprocessor, pooling="P4",
+                                   whitening=whitening_of(raw, texts[:300]), normalize=True)
+    kcse.export.export_sentence_transformers(encoder, tmp_path / "whitened")
+    assert_same_vectors(encoder, tmp_path / "whitened", texts,
+                        ["WeightedLayerPooling", "Pooling", "Dense", "Normalize"])
+    tanh = kcse.SentenceEncoder(raw.backbone, raw.preprocessor, pooling="P2",
+                                pooler_activation="tanh")
+    kcse.export.export_sentence_transformers(tanh, tmp_path / "tanh")
+    assert_same_vectors(tanh, tmp_path / "tanh", texts, ["Pooling", "Dense"])
+
+
+@pytest.mark.large
+def test_all_minilm_l6_v2_encodes_chinese_stsb_as_kcse(tmp_path):
+    """The real all-MiniLM-L6-v2 (6 layers, 30,522 pieces) on every Chinese
+    STS-B test sentence, where its own BertTokenizer would cut 726 of the
+    2,456 otherwise (kcse's tokenizer.json keeps kcse's cuts): P2 with its
+    pretrained pooler, and P3 whitened and normalised (P1, P3, P4 and max
+    are the tiny models' above)."""
+    texts = chinese_stsb_test_sentences()
+    raw = kcse.SentenceEncoder.from_preset(minilm_folder(), pooling="P3")
+    variants = {
+        "P2": (kcse.SentenceEncoder(raw.backbone, raw.preprocessor, pooling="P2"),
+               ["Pooling", "Dense"]),
+        "whitened": (kcse.SentenceEncoder(raw.backbone, raw.preprocessor, pooling="P3",
+                                          whitening=whitening_of(raw, texts), normalize=True),
+                     ["Pooling", "Dense", "Normalize"]),
+    }
+    for name, (encoder, modules) in variants.items():
+        kcse.export.export_sentence_transformers(encoder, tmp_path / name)
+        assert_same_vectors(encoder, tmp_path / name, texts, modules)
+
+
+def test_prompts_and_model_card(tmp_path):
+    folder = write_family(tmp_path, "bert")
+    encoder = kcse.SentenceEncoder.from_checkpoint(folder, "bert", 32, pooling="P3")
+    training = {
+        "model": "BERT", "model_source": "original bert checkpoint", "method": "simcse",
+        "task": "STS-B", "protocol": "su", "training_samples": 500,
+        "settings": {"learning_rate": 1e-5, "batch_size": 64},
+        "before": {"spearman": 61.25}, "after": {"spearman": 70.5},
+    }
+    prompts = {"query": "query: ", "document": "passage: "}
+    kcse.export.export_sentence_transformers(encoder, tmp_path / "st", prompts=prompts,
+                                             training=training)
+    model = SentenceTransformer(str(tmp_path / "st"), device="cpu")
+    assert model.prompts == prompts
+    texts = ["the cat sat", "一丁"]
+    np.testing.assert_allclose(model.encode(texts, prompt_name="query"),
+                               encoder.encode(["query: " + text for text in texts]),
+                               atol=TOLERANCE)
+    card = (tmp_path / "st" / "README.md").read_text(encoding="utf-8")
+    assert "library_name: sentence-transformers" in card
+    for text in ("simcse", "| learning_rate | 1e-05 |", "| 61.25 | 70.50 |",
+                 "CC BY-SA 4.0", "`last_avg`", "'query: '"):
+        assert text in card, text
+
+
+def test_wk_pooling_is_refused_before_writing(tmp_path):
+    folder = write_family(tmp_path, "bert", config={**TINY_CONFIG, "num_hidden_layers": 6})
+    encoder = kcse.SentenceEncoder.from_checkpoint(folder, "bert", 16, pooling="wk")
+    with pytest.raises(UnsupportedExportError, match="pooling 'wk' has no sentence-transformers"):
+        encoder.export(tmp_path / "out", format="sentence_transformers")
+    assert not (tmp_path / "out").exists()
