@@ -33,7 +33,10 @@ from kcse.experiments import command_line
 from kcse.experiments import english_sts
 from kcse.experiments import methods
 from kcse.experiments import protocols
+from kcse.export.formats import FORMATS as EXPORT_FORMATS
+from kcse.export.formats import SENTENCE_TRANSFORMERS_POOLING
 from kcse.layers.pooling_rules import POOLING_NAMES
+from kcse.layers.pooling_rules import resolve_pooling
 from kcse.models.model_sources import check_model
 from kcse.models.model_sources import pooling_problem
 from kcse.tensorflow_start import start_tensorflow
@@ -178,15 +181,22 @@ def build_parser():
                         replaces="OUTPUT")
 
     export = commands.add_parser(
-        "export", help="a SavedModel for TF Serving",
+        "export", help="a SavedModel for TF Serving, a sentence-transformers or "
+        "Hugging Face folder",
         description="Writes --model as a SavedModel with the signatures "
-        "serving_default (strings) and encode_ids (token ids); see "
+        "serving_default (strings) and encode_ids (token ids), as a folder "
+        "sentence-transformers loads (pooling, whitening and normalisation "
+        "included; a train.json beside a .keras file goes into its model card), "
+        "or as the backbone and tokenizer alone for transformers' AutoModel; see "
         "docs/serving_and_export.md.",
     )
     add_model_arguments(export)
     export.add_argument("--output", type=pathlib.Path, required=True)
+    export.add_argument("--format", choices=EXPORT_FORMATS, default=EXPORT_FORMATS[0],
+                        help="(default: %(default)s)")
     export.add_argument("--normalize", action="store_true",
-                        help="L2-normalise the served vectors")
+                        help="L2-normalise the vectors (not for --format huggingface, "
+                        "which holds no pooling)")
     export.add_argument("--overwrite", action="store_true",
                         help="replace a non-empty --output folder")
     export.set_defaults(run=run_export, inputs=(), output_kind="folder",
@@ -224,6 +234,8 @@ def check_arguments(args):
     check_model(args.model, "--model", args.checkpoint_root)
     if args.model.endswith(".keras") and args.checkpoint_root is not None:
         raise UsageError("--checkpoint-root is for checkpoint names; --model is a .keras file")
+    if args.command == "export":
+        check_export_arguments(args)
     if args.pooling is not None:  # What the model's files say; else after it loads.
         problem = pooling_problem(args.model, args.pooling, args.checkpoint_root)
         if problem is not None:
@@ -245,6 +257,19 @@ def check_arguments(args):
     replaced = replaced_output(args)
     if replaced is not None and not args.overwrite:
         raise UsageError(f"{replaced} exists: pass --overwrite to replace it")
+
+
+def check_export_arguments(args):
+    """Flags `kcse export --format` cannot honour, before the model loads."""
+
+    if args.format == "huggingface" and args.normalize:
+        raise UsageError("--normalize: --format huggingface holds the backbone and "
+                         "tokenizer alone (no pooling to normalise); use --format "
+                         "sentence_transformers")
+    if (args.format == "sentence_transformers" and args.pooling is not None
+            and resolve_pooling(args.pooling) not in SENTENCE_TRANSFORMERS_POOLING):
+        raise UsageError(f"--pooling {args.pooling}: sentence-transformers has no "
+                         f"module for it; use one of {', '.join(SENTENCE_TRANSFORMERS_POOLING)}")
 
 
 def check_evaluate_arguments(args):
@@ -306,7 +331,6 @@ def load_encoder(args, sequence_length=None, inference_only=False):
     import keras
 
     from kcse.models import model_sources
-    from kcse.layers.sentence_pooling import resolve_pooling
     from kcse.sentence_encoder import SentenceEncoder
 
     sequence_length = sequence_length or getattr(args, "max_length", None)
@@ -733,9 +757,24 @@ class EncodeWriter:
 
 def run_export(args):
     start_tensorflow(args.verbose)
+    from kcse.export.formats import UnsupportedExportError
     from kcse.export.saved_model import ExportCheckError
 
     encoder, prefix, _ = load_encoder(args)
+    if args.format != "tf_saved_model":
+        if args.normalize:
+            encoder.normalize = True
+        options = {"overwrite": args.overwrite}
+        if args.format == "sentence_transformers":
+            options["prompts"] = {"query": prefix} if prefix else None
+            options["training"] = training_record(args.model)
+        try:
+            encoder.export(args.output, format=args.format, **options)
+        except UnsupportedExportError as error:
+            raise UsageError(f"--format {args.format}: {args.model}: {error}") from None
+        print(f"wrote {args.output} ({args.format})"
+              + (f"; prompt 'query' is {prefix!r}" if prefix and options.get("prompts") else ""))
+        return
     try:
         signatures = encoder.export(args.output, normalize=args.normalize or None,
                                     overwrite=args.overwrite)
@@ -743,6 +782,17 @@ def run_export(args):
         raise CommandFailed(" ".join(str(error).split())) from None
     print(f"wrote {args.output} with signatures {', '.join(signatures)}"
           + (f"; clients prepend {prefix!r} to sentences" if prefix else ""))
+
+
+def training_record(model):
+    """`kcse train`'s train.json beside a .keras `model`, or None."""
+    path = pathlib.Path(model).with_name("train.json")
+    if not model.endswith(".keras") or not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise UsageError(f"{path}: not kcse train's record ({one_line(error, path)})") from None
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import pytest
 
 import kcse
 from kcse import cli
+from checkpoints import write_family
 from tiny_grid import read_strict_json
 from tiny_grid import tiny_task_and_model
 
@@ -165,6 +166,53 @@ def test_export_writes_both_signatures(trained):
 
     loaded = tf.saved_model.load(str(folder / "serving" / "1"))
     assert sorted(loaded.signatures) == ["encode_ids", "serving_default"]
+
+
+def test_export_sentence_transformers_folder_with_the_training_record(trained):
+    """Reference: sentence-transformers loading the folder (see
+    tests/export/sentence_transformers_test.py); the card holds train.json."""
+    from sentence_transformers import SentenceTransformer
+
+    folder, _, _ = trained
+    model = folder / "run" / "encoder.keras"
+    out = assert_ok(kcse_command("export", "--model", model, "--format",
+                                 "sentence_transformers", "--normalize",
+                                 "--output", folder / "st"))
+    assert f"wrote {folder / 'st'} (sentence_transformers)" in out
+    encoder = keras.saving.load_model(model)
+    encoder.normalize = True
+    texts = ["一个女孩在梳头。", "一个人在切洋葱。"]
+    theirs = SentenceTransformer(str(folder / "st"), device="cpu").encode(texts)
+    np.testing.assert_allclose(theirs, encoder.encode(texts), atol=1e-5)
+    record = json.loads((folder / "run" / "train.json").read_text())
+    card = (folder / "st" / "README.md").read_text(encoding="utf-8")
+    assert f"| {record['after']['spearman']:.2f} |" in card and "simcse" in card
+
+
+@pytest.mark.parametrize("flags,error", [
+    (["--format", "huggingface", "--normalize"],
+     "--normalize: --format huggingface holds the backbone and tokenizer alone (no "
+     "pooling to normalise); use --format sentence_transformers"),
+    (["--format", "sentence_transformers", "--pooling", "wk"],
+     "--pooling wk: sentence-transformers has no module for it; use one of cls, pooler, "
+     "last_avg, first_last_avg, last2avg, max"),
+])
+def test_export_format_flags_it_cannot_honour(tmp_path, capsys, flags, error):
+    model = write_family(tmp_path, "bert")
+    assert cli.main(["export", "--model", f"{model}:bert", "--output",
+                     str(tmp_path / "out"), *flags]) == 2
+    assert capsys.readouterr().err.strip() == f"kcse export: error: {error}"
+    assert not (tmp_path / "out").exists()
+
+
+def test_export_refuses_a_jieba_model_in_one_line(tmp_path, capsys):
+    model = write_family(tmp_path, "wobert", pooler=False)
+    assert cli.main(["export", "--model", f"{model}:wobert", "--format", "huggingface",
+                     "--output", str(tmp_path / "out")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith(f"kcse export: error: --format huggingface: {model}:wobert: "
+                            "the tokenizer cuts words with jieba") and "\n" not in error
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("command", ["train", "evaluate", "encode", "export"])
