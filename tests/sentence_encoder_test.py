@@ -165,6 +165,39 @@ def test_encode_equals_predict_on_raw_strings_in_input_order():
     assert encoder.encode([]).shape == (0, 8)
 
 
+def test_prompts_are_prepended_by_name_and_kept_in_the_config(tmp_path):
+    prompts = {"query": "the ", "document": "a "}
+    encoder = kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor(), pooling="last_avg",
+                                   prompts=prompts)
+    texts = ["cat sat", "dog ran fast"]
+    query = encoder.encode(["the " + text for text in texts])
+    np.testing.assert_array_equal(encoder.encode_query(texts), query)
+    np.testing.assert_array_equal(encoder.encode(texts, prompt_name="query"), query)
+    np.testing.assert_array_equal(encoder.encode_document(texts),
+                                  encoder.encode(texts, prompt="a "))
+    assert not np.allclose(encoder.encode_document(texts), query)
+    encoder.save(tmp_path / "prompts.keras")
+    assert keras.saving.load_model(tmp_path / "prompts.keras").prompts == prompts
+    with pytest.raises(ValueError, match=r"prompt_name 'passage' is not one of this "
+                                         r"encoder's prompts \['document', 'query'\]"):
+        encoder.encode(texts, prompt_name="passage")
+    with pytest.raises(ValueError, match="not both"):
+        encoder.encode(texts, prompt="a ", prompt_name="query")
+    with pytest.raises(TypeError, match="prompts must be a dict of str to str"):
+        kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor(), prompts={"query": 1})
+    plain = kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor(), pooling="last_avg")
+    assert plain.prompts == {}
+    np.testing.assert_array_equal(plain.encode_query(texts), plain.encode(texts))
+
+
+def test_e5_prompts_are_the_default_of_its_preset():
+    from kcse.models.model_sources import default_prompts
+
+    assert default_prompts("multilingual_e5_small") == {"query": "query: ",
+                                                        "document": "passage: "}
+    assert default_prompts("bert_tiny_en_uncased") == {}
+
+
 def test_similarity_is_cosine():
     encoder = kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor())
     a = np.array([[3.0, 4.0], [1.0, 0.0]])

@@ -146,9 +146,10 @@ def export_sentence_transformers(encoder, path, prompts=None, training=None,
         encoder: a `kcse.SentenceEncoder` with a preprocessor.
         path: the folder to write.
         prompts: `{name: text}` prepended to sentences by
-            `encode(prompt_name=name)`, as sentence-transformers' prompts
-            (E5: `{"query": "query: ", "document": "passage: "}`); kept in
-            `config_sentence_transformers.json`.
+            `encode(prompt_name=name)`, `encode_query` and `encode_document`,
+            as sentence-transformers' prompts (E5: `{"query": "query: ",
+            "document": "passage: "}`), kept in
+            `config_sentence_transformers.json`; None: the encoder's own.
         training: what `kcse train` recorded (its `train.json`, a dict), for
             the model card: method, settings, scores before and after.
         overwrite: replace an existing non-empty folder at `path`.
@@ -179,7 +180,7 @@ def export_sentence_transformers(encoder, path, prompts=None, training=None,
     huggingface.check_destination(path, overwrite)
     from kcse.export.model_card import model_card
 
-    prompts = dict(prompts or {})
+    prompts = dict(encoder.prompts if prompts is None else prompts)
     with atomic_files.writing_folder(path) as temporary:
         two_layers = encoder.pooling in ("first_last_avg", "last2avg")
         huggingface.write_backbone(

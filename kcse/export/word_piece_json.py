@@ -49,6 +49,7 @@ from kcse.export.formats import UnsupportedExportError
 # The longest word WordPiece cuts; longer ones are one unknown token.
 MAX_WORD_LENGTH = 100
 TOKENIZER_FILE = "tokenizer.json"
+VOCABULARY_FILE = "vocab.txt"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 SPECIAL_TOKENS_FILE = "special_tokens_map.json"
 SPECIAL_TOKEN_NAMES = ("cls_token", "sep_token", "pad_token", "mask_token")
@@ -207,7 +208,10 @@ def tokenizer_files(tokenizer, sequence_length):
     `tokenizer.json` (see the module), `tokenizer_config.json` naming
     `PreTrainedTokenizerFast` with `model_max_length` = `sequence_length`
     (the preprocessor's, [CLS] and [SEP] included), and
-    `special_tokens_map.json`.
+    `special_tokens_map.json`, and `vocab.txt` with `do_lower_case` and
+    `strip_accents` in the config, which keras-hub (and so kcse's
+    `from_preset`) reads the folder back by; transformers does not read
+    them when `tokenizer.json` is there.
     """
     check_tokenizer(tokenizer)
     tokens = special_tokens(tokenizer)
@@ -217,10 +221,12 @@ def tokenizer_files(tokenizer, sequence_length):
         "split_special_tokens": not tokenizer.special_tokens_in_strings,
         "clean_up_tokenization_spaces": False,
         "do_lower_case": bool(tokenizer.lowercase),
+        "strip_accents": bool(tokenizer.strip_accents),
         **tokens,
     }
     return {
         TOKENIZER_FILE: json.dumps(tokenizer_json(tokenizer), ensure_ascii=False) + "\n",
         TOKENIZER_CONFIG_FILE: json.dumps(config, indent=2, ensure_ascii=False) + "\n",
         SPECIAL_TOKENS_FILE: json.dumps(tokens, indent=2, ensure_ascii=False) + "\n",
+        VOCABULARY_FILE: "".join(token + "\n" for token in tokenizer.get_vocabulary()),
     }

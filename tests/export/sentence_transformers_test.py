@@ -107,12 +107,15 @@ def test_prompts_and_model_card(tmp_path):
         "settings": {"learning_rate": 1e-5, "batch_size": 64},
         "before": {"spearman": 61.25}, "after": {"spearman": 70.5},
     }
-    prompts = {"query": "query: ", "document": "passage: "}
-    kcse.export.export_sentence_transformers(encoder, tmp_path / "st", prompts=prompts,
-                                             training=training)
+    encoder.prompts = {"query": "query: ", "document": "passage: "}
+    kcse.export.export_sentence_transformers(encoder, tmp_path / "st", training=training)
     model = SentenceTransformer(str(tmp_path / "st"), device="cpu")
-    assert model.prompts == prompts
+    assert model.prompts == encoder.prompts
     texts = ["the cat sat", "一丁"]
+    np.testing.assert_allclose(model.encode_query(texts), encoder.encode_query(texts),
+                               atol=TOLERANCE)
+    np.testing.assert_allclose(model.encode_document(texts), encoder.encode_document(texts),
+                               atol=TOLERANCE)
     np.testing.assert_allclose(model.encode(texts, prompt_name="query"),
                                encoder.encode(["query: " + text for text in texts]),
                                atol=TOLERANCE)
@@ -121,6 +124,22 @@ def test_prompts_and_model_card(tmp_path):
     for text in ("simcse", "| learning_rate | 1e-05 |", "| 61.25 | 70.50 |",
                  "CC BY-SA 4.0", "`last_avg`", "'query: '"):
         assert text in card, text
+
+
+@pytest.mark.parametrize("pooling", ["P2", "P4"])
+def test_kcse_reads_its_export_back(tmp_path, pooling):
+    """kcse -> folder -> `SentenceEncoder.from_preset` (keras-hub's converter
+    of Hugging Face folders, reading vocab.txt and config.json): the same
+    vectors and prompts."""
+    folder = write_family(tmp_path, "bert")
+    encoder = kcse.SentenceEncoder.from_checkpoint(
+        folder, "bert", 32, pooling=pooling, prompts={"query": "the ", "document": "a "})
+    kcse.export.export_sentence_transformers(encoder, tmp_path / "st")
+    back = kcse.SentenceEncoder.from_preset(str(tmp_path / "st"), pooling=pooling)
+    assert back.prompts == encoder.prompts
+    texts = chinese_stsb_test_sentences()[:200] + ["THE Cat，sat…"]
+    np.testing.assert_allclose(back.encode_query(texts), encoder.encode_query(texts),
+                               atol=TOLERANCE)
 
 
 def test_wk_pooling_is_refused_before_writing(tmp_path):
