@@ -199,6 +199,14 @@ def check_exportable(encoder):
         )
     tokenizer = encoder.preprocessor.tokenizer
     huggingface_architecture(encoder.backbone, tokenizer)
+    # Integer variables are quantized weights (Keras' int8 / int4 codes).
+    quantized = sorted({variable.path.split("/")[0] for variable in encoder.backbone.weights
+                        if "int" in str(variable.dtype)})
+    if quantized:
+        raise UnsupportedExportError(
+            f"{', '.join(quantized)} keeps quantized weights, which the folder's float32 "
+            "model.safetensors cannot hold; load the model with float weights (e5: "
+            "without quantized_embedding) to export it")
     if not sentencepiece_json.is_xlm_roberta_tokenizer(tokenizer):
         word_piece_json.check_tokenizer(tokenizer)
 

@@ -114,6 +114,18 @@ def test_keras_hub_xlm_roberta_backbone_is_refused():
         huggingface_architecture(backbone)
 
 
+def test_quantized_weights_are_refused(tmp_path):
+    from conftest import tiny_bert
+    from conftest import tiny_preprocessor
+
+    backbone = tiny_bert()
+    backbone.get_layer("token_embedding").quantize("int8")
+    encoder = kcse.SentenceEncoder(backbone, tiny_preprocessor(16), pooling="P3")
+    with pytest.raises(UnsupportedExportError, match="token_embedding keeps quantized weights"):
+        kcse.export.export_huggingface(encoder, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
 def test_an_existing_folder_is_kept_unless_overwrite(tmp_path):
     encoder, folder = exported(tmp_path, "bert")
     before = {path.name: path.read_bytes() for path in folder.iterdir()}
