@@ -47,10 +47,14 @@ def table(rows):
 
 
 def model_section(encoder, modules):
+    from kcse.export.huggingface import huggingface_architecture
+
     backbone = encoder.backbone
+    _, architecture = huggingface_architecture(backbone, encoder.preprocessor.tokenizer)
     whitening = encoder.whitening
     rows = [
-        ("backbone", f"{type(backbone).__name__}: {backbone.num_layers} layers, hidden "
+        ("backbone", f"{architecture} (kcse's {type(backbone).__name__}): "
+                     f"{backbone.num_layers} layers, hidden "
                      f"{backbone.hidden_dim}, {backbone.num_heads} heads, vocabulary "
                      f"{backbone.vocabulary_size}"),
         ("pooling", f"`{encoder.pooling}`"),

@@ -157,7 +157,7 @@ def test_prompts_and_model_card(tmp_path):
                                atol=TOLERANCE)
     card = (tmp_path / "st" / "README.md").read_text(encoding="utf-8")
     assert "library_name: sentence-transformers" in card
-    for text in ("simcse", "| learning_rate | 1e-05 |", "| 61.25 | 70.50 |",
+    for text in ("simcse", "| learning_rate | 1e-05 |", "| 61.25 | 70.50 |", "BertModel (kcse's",
                  "CC BY-SA 4.0", "`last_avg`", "'query: '"):
         assert text in card, text
 
