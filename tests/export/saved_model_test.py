@@ -246,7 +246,7 @@ np.save(sys.argv[1] + "/jax_vectors.npy", after)
 
 def test_jax_trained_encoder_exports_from_tensorflow(server, tmp_path):
     pytest.importorskip("jax")
-    tests = pathlib.Path(__file__).resolve().parent
+    tests = pathlib.Path(__file__).resolve().parents[1]  # conftest.py's folder
     env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3")
     run = subprocess.run(
         [sys.executable, "-c", TRAIN_ON_JAX, str(tmp_path), str(tests)],
