@@ -183,6 +183,14 @@ def writing(path, directory):
         raise
 
 
+def check_replaceable(path, overwrite):
+    """Raises `FileExistsError` when `path` is a file or a non-empty folder
+    and not `overwrite` (an empty folder is taken as it is)."""
+    path = pathlib.Path(path)
+    if not overwrite and path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise FileExistsError(f"{path} exists and is not empty; pass overwrite=True to replace it.")
+
+
 def _existing_folder(path):
     """The nearest folder above `path` that exists."""
     folder = pathlib.Path(path).parent

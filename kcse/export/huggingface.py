@@ -154,6 +154,11 @@ def huggingface_weights(backbone, model_type="bert"):
     return weights
 
 
+def write_json(path, value):
+    """A folder file's JSON (the folder itself is renamed into place)."""
+    path.write_text(json.dumps(value, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
 def write_safetensors(path, tensors):
     """Writes `{name: array}` as a safetensors file transformers and torch read."""
     from safetensors.numpy import save_file
@@ -174,7 +179,7 @@ def write_backbone(folder, encoder, config_extra=None):
     pad_id = tokenizer.token_to_id(tokenizer.pad_token)
     config = huggingface_config(encoder.backbone, tokenizer, max(length, 512), pad_id)
     config.update(config_extra or {})
-    (folder / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    write_json(folder / CONFIG_FILE, config)
     write_safetensors(folder / WEIGHTS_FILE,
                       huggingface_weights(encoder.backbone, config["model_type"]))
     for name, content in files.items():
@@ -209,13 +214,6 @@ def check_exportable(encoder):
             "without quantized_embedding) to export it")
     if not sentencepiece_json.is_xlm_roberta_tokenizer(tokenizer):
         word_piece_json.check_tokenizer(tokenizer)
-
-
-def check_destination(path, overwrite):
-    """Raises `FileExistsError` for an existing `path` unless `overwrite`."""
-    path = pathlib.Path(path)
-    if path.exists() and not overwrite and (not path.is_dir() or any(path.iterdir())):
-        raise FileExistsError(f"{path} exists; pass overwrite=True to replace it")
 
 
 def export_huggingface(encoder, path, overwrite=False):
@@ -254,7 +252,7 @@ def export_huggingface(encoder, path, overwrite=False):
     ```
     """
     check_exportable(encoder)
-    check_destination(path, overwrite)
+    atomic_files.check_replaceable(path, overwrite)
     with atomic_files.writing_folder(path) as temporary:
         write_backbone(temporary, encoder)
     return pathlib.Path(path)

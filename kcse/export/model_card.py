@@ -78,10 +78,9 @@ def training_section(training):
     lines = ["## Training", "", f"Trained by `kcse train` ({training.get('method')}).", "",
              table(rows), "", "## Scores kcse measured", "",
              "| split | Spearman ×100 before | after |", "|---|---|---|"]
-    before, after = training.get("before") or {}, training.get("after") or {}
-    lines.append(f"| {training.get('task')} test | {before.get('spearman', '-'):.2f} | "
-                 f"{after.get('spearman', '-'):.2f} |" if before and after else
-                 f"| {training.get('task')} test | - | - |")
+    scores = [(training.get(when) or {}).get("spearman") for when in ("before", "after")]
+    lines.append(f"| {training.get('task')} test | " + " | ".join(
+        "-" if score is None else f"{score:.2f}" for score in scores) + " |")
     lines += ["", "## Training data and licence", "", data_licence(training.get("task"))]
     return "\n".join(lines)
 

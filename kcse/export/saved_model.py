@@ -120,8 +120,7 @@ def export_saved_model(encoder, path, normalize=None, overwrite=True):
     import tensorflow as tf
 
     path = pathlib.Path(path)
-    if not overwrite and path.exists() and (not path.is_dir() or any(path.iterdir())):
-        raise FileExistsError(f"{path} exists and is not empty; pass overwrite=True to replace it.")
+    atomic_files.check_replaceable(path, overwrite)
     if normalize is None:
         normalize = encoder.normalize
     if encoder.normalize and not normalize:

@@ -20,7 +20,6 @@ line rather than shipped as remote code users would have to trust.
 """
 
 import importlib.metadata
-import json
 import pathlib
 
 import numpy as np
@@ -69,15 +68,11 @@ def pooling_config(dimension, mode):
     return config
 
 
-def write_json(path, value):
-    path.write_text(json.dumps(value, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
 def write_dense(folder, kernel, bias, activation=IDENTITY):
     """A `Dense` module computing `x @ kernel + bias` (torch keeps `[out, in]`)."""
     folder.mkdir()
     kernel = np.asarray(kernel, "float32")
-    write_json(folder / "config.json", {
+    huggingface.write_json(folder / "config.json", {
         "in_features": int(kernel.shape[0]), "out_features": int(kernel.shape[1]),
         "bias": True, "activation_function": activation,
     })
@@ -105,14 +100,14 @@ def module_folders(encoder, root):
         start, weights = layer_weights(encoder.pooling, backbone.num_layers)
         folder = add("WeightedLayerPooling")
         folder.mkdir()
-        write_json(folder / "config.json", {
+        huggingface.write_json(folder / "config.json", {
             "word_embedding_dimension": backbone.hidden_dim, "layer_start": start,
             "num_hidden_layers": backbone.num_layers})
         huggingface.write_safetensors(folder / huggingface.WEIGHTS_FILE,
                                       {"layer_weights": weights})
     folder = add("Pooling")
     folder.mkdir()
-    write_json(folder / "config.json",
+    huggingface.write_json(folder / "config.json",
                pooling_config(backbone.hidden_dim, POOLING_MODE[encoder.pooling]))
     if encoder.pooling == "pooler":
         pooler = backbone.get_layer("pooled_dense")
@@ -177,7 +172,7 @@ def export_sentence_transformers(encoder, path, prompts=None, training=None,
     """
     huggingface.check_exportable(encoder)
     check_pooling(encoder)
-    huggingface.check_destination(path, overwrite)
+    atomic_files.check_replaceable(path, overwrite)
     from kcse.export.model_card import model_card
 
     prompts = dict(encoder.prompts if prompts is None else prompts)
@@ -186,13 +181,13 @@ def export_sentence_transformers(encoder, path, prompts=None, training=None,
         huggingface.write_backbone(
             temporary, encoder, {"output_hidden_states": True} if two_layers else None)
         modules = [(MODULES + "Transformer", "")] + module_folders(encoder, temporary)
-        write_json(temporary / "modules.json", [
+        huggingface.write_json(temporary / "modules.json", [
             {"idx": index, "name": str(index), "path": folder, "type": kind}
             for index, (kind, folder) in enumerate(modules)])
-        write_json(temporary / "sentence_bert_config.json", {
+        huggingface.write_json(temporary / "sentence_bert_config.json", {
             "max_seq_length": encoder.preprocessor.sequence_length,
             "do_lower_case": False})
-        write_json(temporary / "config_sentence_transformers.json", {
+        huggingface.write_json(temporary / "config_sentence_transformers.json", {
             "__version__": versions(), "prompts": prompts,
             "default_prompt_name": None, "similarity_fn_name": "cosine"})
         (temporary / "README.md").write_text(

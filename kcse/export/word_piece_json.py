@@ -213,7 +213,6 @@ def tokenizer_files(tokenizer, sequence_length):
     `from_preset`) reads the folder back by; transformers does not read
     them when `tokenizer.json` is there.
     """
-    check_tokenizer(tokenizer)
     tokens = special_tokens(tokenizer)
     config = {
         "tokenizer_class": "PreTrainedTokenizerFast",

@@ -161,6 +161,9 @@ def test_prompts_and_model_card(tmp_path):
     for text in ("simcse", "| learning_rate | 1e-05 |", "| 61.25 | 70.50 |", "BertModel (kcse's",
                  "CC BY-SA 4.0", "`last_avg`", "'query: '"):
         assert text in card, text
+    from kcse.export.model_card import training_section
+
+    assert "| STS-B test | - | - |" in training_section({"task": "STS-B", "method": "simcse"})
 
 
 @pytest.mark.parametrize("pooling", ["P2", "P4"])
