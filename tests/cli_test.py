@@ -205,14 +205,23 @@ def test_export_format_flags_it_cannot_honour(tmp_path, capsys, flags, error):
     assert not (tmp_path / "out").exists()
 
 
-def test_export_refuses_a_jieba_model_in_one_line(tmp_path, capsys):
+def test_export_writes_a_wobert_folder_whose_tokenizer_cuts_with_rjieba(tmp_path, capsys):
+    """A jieba model (WoBERT) exports; transformers' AutoTokenizer (its
+    RoFormerTokenizerFast, cutting with rjieba) gives kcse's ids."""
+    import transformers
+
     model = write_family(tmp_path, "wobert", pooler=False)
     assert cli.main(["export", "--model", f"{model}:wobert", "--format", "huggingface",
-                     "--output", str(tmp_path / "out")]) == 2
-    error = capsys.readouterr().err.strip()
-    assert error.startswith(f"kcse export: error: --format huggingface: {model}:wobert: "
-                            "the tokenizer cuts words with jieba") and "\n" not in error
-    assert not (tmp_path / "out").exists()
+                     "--output", str(tmp_path / "out")]) == 0
+    assert capsys.readouterr().out.strip() == f"wrote {tmp_path / 'out'} (huggingface)"
+    encoder = kcse.SentenceEncoder.from_checkpoint(model, "wobert", 32)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "out")
+    assert type(tokenizer).__name__ == "RoFormerTokenizerFast"
+    texts = ["一个女孩在梳头。", "两个男人在下棋"]
+    features = encoder.preprocessor(texts)
+    ours = [row[mask.astype(bool)].tolist() for row, mask in
+            zip(np.asarray(features["token_ids"]), np.asarray(features["padding_mask"]))]
+    assert tokenizer(texts)["input_ids"] == ours
 
 
 @pytest.mark.parametrize("command", ["train", "evaluate", "encode", "export"])

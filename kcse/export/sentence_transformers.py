@@ -8,13 +8,16 @@ names every version since 2.x reads (`sentence_transformers.models.*`):
 |---|---|
 | backbone + tokenizer | `Transformer` (the folder's root: `kcse.export.huggingface`) |
 | `cls` (P1) | `Pooling` (cls) |
-| `pooler` (P2) | `Pooling` (cls), `Dense` (the pooler's kernel and bias; identity, or tanh with `pooler_activation="tanh"`) |
+| `pooler` (P2) | `Pooling` (cls), `Dense` (the pooler's kernel and bias; identity, or tanh with `pooler_activation="tanh"`; a RoFormer's pooler too, which `RoFormerModel` has no place for) |
 | `last_avg` (P3) | `Pooling` (mean) |
 | `first_last_avg` (P4), `last2avg` | `WeightedLayerPooling` (weight 1 on the two layers, 0 between), `Pooling` (mean) |
 | `max` | `Pooling` (max) |
 | whitening | `Dense`: kernel W, bias −μW (identity) |
 | `normalize` | `Normalize` |
 
+WoBERT and RoFormer keep their jieba tokenizer: the folder names
+transformers' `RoFormerTokenizer` (rjieba must be installed where it is
+loaded; what it reproduces and what not: `kcse.export.word_piece_json`).
 `wk` (SBERT-WK) has no sentence-transformers module; it is refused in one
 line rather than shipped as remote code users would have to trust.
 """

@@ -37,6 +37,32 @@ or to a space ("¨"), within a word; keras-hub's limit on a word is 100
 bytes, HF's 100 characters. None of them is in Chinese STS-B.
 With `special_tokens_in_strings=False` (keras-hub's default) a "[CLS]"
 typed in a sentence is text, not a token: `split_special_tokens` keeps it so.
+
+Jieba (WoBERT, RoFormer: `kcse.models.JiebaWordPieceTokenizer`, bert4keras'
+rule). A `tokenizer.json` cannot hold a jieba step, but transformers'
+`RoFormerTokenizerFast` installs one when it loads (rjieba, jieba's Rust
+port, with its HMM off, as WoBERT's rule), so the folder's
+`tokenizer_config.json` names `RoFormerTokenizer` and `AutoTokenizer`
+(hence sentence-transformers) cuts with rjieba; `rjieba` must be installed
+where the folder is loaded. Its `tokenizer.json` holds the other steps:
+control and format characters (and U+FFFD) to spaces, lowercasing and
+accent stripping on the whole text (bert4keras' `do_lower_case`), rjieba,
+then a word in the vocabulary is one token and any other is cut at spaces
+and CJK characters into word pieces. Measured on the 2,456 Chinese STS-B
+test sentences: jieba's and rjieba's cuts (HMM off) are the same for all
+2,456, and the folder's ids equal kcse's for all 2,456 with word
+vocabularies of jieba's 30,000 most frequent words and of all its 349,046
+(plus the sentences' characters). What it cannot reproduce:
+- jieba's HMM (`jieba_hmm=True`): rjieba cuts without it, and jieba's cuts
+  with it are rjieba's on only 1,940 of the 2,456 sentences: refused;
+- words added to jieba's dictionary in the training process
+  (`jieba.add_word`, `jieba.load_userdict`): rjieba has jieba's built-in
+  dictionary only;
+- an out-of-vocabulary jieba word with punctuation inside (5 words of
+  jieba's dictionary: "c++", "c#", "at&t"): kcse cuts it at the
+  punctuation, transformers does not;
+- plain `tokenizers` readers of `tokenizer.json` (text-embeddings-inference)
+  run no jieba: they get characters and WordPiece.
 """
 
 import functools
@@ -58,6 +84,12 @@ SPECIAL_TOKEN_NAMES = ("cls_token", "sep_token", "pad_token", "mask_token")
 PLACEHOLDER_START = 0xF0000
 # What keras-hub's pre-tokenizer cuts words at and drops (its WHITESPACE_REGEX).
 CONTROL_AND_FORMAT = r"[\p{Cc}\p{Cf}]"
+# What bert4keras' rule (kcse's jieba tokenizer) drops: also U+FFFD.
+JIEBA_DROPPED = "[\\p{Cc}\\p{Cf}\ufffd]"
+# The transformers tokenizer that cuts with (r)jieba when it loads.
+JIEBA_TOKENIZER_CLASS = "RoFormerTokenizer"
+# How many of the 2,456 Chinese STS-B test sentences jieba with its HMM cuts as rjieba.
+JIEBA_HMM_SAME_CUTS = 1940
 
 
 def is_punctuation(character):
@@ -90,18 +122,24 @@ def case_folds_beyond_lowercase():
     return {c: c.casefold() for c in characters(lambda c: c == c.lower() != c.casefold())}
 
 
+def is_jieba(tokenizer):
+    """Whether `tokenizer` cuts words with jieba first (WoBERT, RoFormer)."""
+    from kcse.models.wobert.jieba_word_piece_tokenizer import JiebaWordPieceTokenizer
+
+    return isinstance(tokenizer, JiebaWordPieceTokenizer)
+
+
 def check_tokenizer(tokenizer):
     """Raises `UnsupportedExportError` unless `tokenizer_json` can express `tokenizer`."""
     import keras_hub
 
-    from kcse.models.wobert.jieba_word_piece_tokenizer import JiebaWordPieceTokenizer
-
-    if isinstance(tokenizer, JiebaWordPieceTokenizer):
+    if is_jieba(tokenizer) and tokenizer.jieba_hmm:
         raise UnsupportedExportError(
-            "the tokenizer cuts words with jieba before WordPiece (WoBERT, RoFormer); "
-            "Hugging Face tokenizers have no jieba step (transformers' RoFormerTokenizer "
-            "runs rjieba, whose cuts differ), so an exported folder would tokenize "
-            "otherwise than the encoder was trained"
+            "the tokenizer cuts words with jieba's HMM (jieba_hmm=True); transformers' "
+            "RoFormerTokenizer cuts with rjieba without it, which cuts only "
+            f"{JIEBA_HMM_SAME_CUTS:,} of the 2,456 Chinese STS-B test sentences as "
+            "jieba's HMM does, so the folder would tokenize otherwise than the encoder "
+            "was trained"
         )
     if not isinstance(tokenizer, keras_hub.tokenizers.WordPieceTokenizer):
         raise UnsupportedExportError(
@@ -154,15 +192,25 @@ def tokenizer_json(tokenizer):
     vocabulary = tokenizer.get_vocabulary()
     ids = {token: index for index, token in enumerate(vocabulary)}
     tokens = special_tokens(tokenizer)
-    normalizers = [
-        replace(CONTROL_AND_FORMAT, " ", regex=True),
-        {"type": "BertNormalizer", "clean_text": True,
-         "handle_chinese_chars": bool(tokenizer.split_on_cjk),
-         "strip_accents": bool(tokenizer.strip_accents), "lowercase": False},
-    ]
     placeholders = {}
-    if tokenizer.lowercase:
-        normalizers += folding_normalizers(tokenizer, placeholders)
+    if is_jieba(tokenizer):
+        # bert4keras lowercases and strips accents before jieba; the
+        # pre-tokenizer is RoFormerTokenizerFast's (rjieba), set at load.
+        normalizers = [
+            replace(JIEBA_DROPPED, " ", regex=True),
+            {"type": "BertNormalizer", "clean_text": False, "handle_chinese_chars": False,
+             "strip_accents": bool(tokenizer.strip_accents),
+             "lowercase": bool(tokenizer.lowercase)},
+        ]
+    else:
+        normalizers = [
+            replace(CONTROL_AND_FORMAT, " ", regex=True),
+            {"type": "BertNormalizer", "clean_text": True,
+             "handle_chinese_chars": bool(tokenizer.split_on_cjk),
+             "strip_accents": bool(tokenizer.strip_accents), "lowercase": False},
+        ]
+        if tokenizer.lowercase:
+            normalizers += folding_normalizers(tokenizer, placeholders)
     cls, sep = tokens["cls_token"], tokens["sep_token"]
     return {
         "version": "1.0",
@@ -196,7 +244,7 @@ def tokenizer_json(tokenizer):
             "type": "WordPiece",
             "unk_token": tokens["unk_token"],
             "continuing_subword_prefix": tokenizer.suffix_indicator,
-            "max_input_chars_per_word": MAX_WORD_LENGTH,
+            "max_input_chars_per_word": getattr(tokenizer, "word_maxlen", MAX_WORD_LENGTH),
             "vocab": {**ids, **placeholders},
         },
     }
@@ -206,7 +254,9 @@ def tokenizer_files(tokenizer, sequence_length):
     """`{file name: text}` of the tokenizer files of a transformers folder.
 
     `tokenizer.json` (see the module), `tokenizer_config.json` naming
-    `PreTrainedTokenizerFast` with `model_max_length` = `sequence_length`
+    `PreTrainedTokenizerFast` (`RoFormerTokenizer` for a jieba tokenizer,
+    which transformers loads as `RoFormerTokenizerFast` cutting with
+    rjieba) with `model_max_length` = `sequence_length`
     (the preprocessor's, [CLS] and [SEP] included), and
     `special_tokens_map.json`, and `vocab.txt` with `do_lower_case` and
     `strip_accents` in the config, which keras-hub (and so kcse's
@@ -215,7 +265,8 @@ def tokenizer_files(tokenizer, sequence_length):
     """
     tokens = special_tokens(tokenizer)
     config = {
-        "tokenizer_class": "PreTrainedTokenizerFast",
+        "tokenizer_class": (JIEBA_TOKENIZER_CLASS if is_jieba(tokenizer)
+                            else "PreTrainedTokenizerFast"),
         "model_max_length": sequence_length,
         "split_special_tokens": not tokenizer.special_tokens_in_strings,
         "clean_up_tokenization_spaces": False,

@@ -1,7 +1,8 @@
 """A SentenceEncoder as a sentence-transformers folder: the same vectors.
 
 Reference: sentence-transformers (its `Transformer`, `WeightedLayerPooling`,
-`Pooling`, `Dense` and `Normalize` modules on transformers' PyTorch models)
+`Pooling`, `Dense` and `Normalize` modules on transformers' PyTorch models
+and tokenizers, RoFormerTokenizerFast with rjieba for the jieba families)
 loading the folder offline; none of its code is kcse's. Each variant's
 vectors of the bundled Chinese STS-B test sentences must equal kcse's
 `encode` within 1e-5 (float32).
@@ -51,9 +52,12 @@ def assert_same_vectors(encoder, folder, texts, expected_modules):
     return model
 
 
-@pytest.mark.parametrize("family", ["bert", "nezha"])
+@pytest.mark.parametrize("family", ["bert", "nezha", "roformer"])
 @pytest.mark.parametrize("pooling", list(MODULES))
 def test_tiny_checkpoints_encode_as_kcse(tmp_path, family, pooling):
+    """RoFormer keeps its jieba tokenizer (transformers' RoFormerTokenizerFast)
+    and its checkpoint's pooler, which RoFormerModel has no place for, as P2's
+    `Dense`."""
     folder = write_family(tmp_path, family)
     texts = chinese_stsb_test_sentences()
     encoder = kcse.SentenceEncoder.from_checkpoint(folder, family, 32, pooling=pooling)
@@ -61,7 +65,7 @@ def test_tiny_checkpoints_encode_as_kcse(tmp_path, family, pooling):
     assert_same_vectors(encoder, tmp_path / "st", texts, MODULES[pooling])
 
 
-@pytest.mark.parametrize("family", ["bert", "nezha"])
+@pytest.mark.parametrize("family", ["bert", "nezha", "roformer", "wobert"])
 def test_whitened_normalized_and_tanh_pooler(tmp_path, family):
     folder = write_family(tmp_path, family)
     texts = chinese_stsb_test_sentences()
@@ -71,6 +75,8 @@ def test_whitened_normalized_and_tanh_pooler(tmp_path, family):
     kcse.export.export_sentence_transformers(encoder, tmp_path / "whitened")
     assert_same_vectors(encoder, tmp_path / "whitened", texts,
                         ["WeightedLayerPooling", "Pooling", "Dense", "Normalize"])
+    card = (tmp_path / "whitened" / "README.md").read_text(encoding="utf-8")
+    assert ("pip install rjieba" in card) == (family in ("roformer", "wobert"))
     tanh = kcse.SentenceEncoder(raw.backbone, raw.preprocessor, pooling="P2",
                                 pooler_activation="tanh")
     kcse.export.export_sentence_transformers(tanh, tmp_path / "tanh")

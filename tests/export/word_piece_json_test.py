@@ -99,9 +99,10 @@ def test_folder_files_name_the_special_tokens_and_length(tmp_path):
     assert written["model"]["vocab"] == {token: i for i, token in enumerate(VOCABULARY)}
 
 
-def test_jieba_and_unsplit_tokenizers_are_refused():
-    with pytest.raises(UnsupportedExportError, match="jieba"):
-        word_piece_json.check_tokenizer(kcse.models.JiebaWordPieceTokenizer(vocabulary=VOCABULARY))
+def test_jieba_hmm_and_unsplit_tokenizers_are_refused():
+    with pytest.raises(UnsupportedExportError, match="jieba's HMM"):
+        word_piece_json.check_tokenizer(
+            kcse.models.JiebaWordPieceTokenizer(vocabulary=VOCABULARY, jieba_hmm=True))
     with pytest.raises(UnsupportedExportError, match="split=False"):
         word_piece_json.check_tokenizer(
             keras_hub.tokenizers.WordPieceTokenizer(vocabulary=VOCABULARY, split=False))
