@@ -1,4 +1,6 @@
-"""Evaluation of sentence encoders: STS correlations and a training callback."""
+"""Evaluation of sentence encoders: STS correlations, a training callback,
+anisotropy diagnostics, and MTEB: result files (`mteb_results.py`) and a
+model adapter (`mteb_model.py`; the `mteb` package is needed only there)."""
 
 from kcse.lazy_exports import lazy_exports
 
@@ -13,6 +15,8 @@ _EXPORTS = {
     "uniformity": "kcse.evaluation.anisotropy",
     "alignment_uniformity": "kcse.evaluation.anisotropy",
     "anisotropy_report": "kcse.evaluation.anisotropy",
+    "write_mteb_results": "kcse.evaluation.mteb_results",
+    "MTEBEncoder": "kcse.evaluation.mteb_model",
 }
 __all__ = list(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,0 +1,245 @@
+"""kcse's STS scores of Su's Chinese tasks as MTEB result files (C-MTEB).
+
+MTEB's Chinese STS tasks (C-MTEB) are the five tasks of Su's comparison,
+with the same split sizes: ATEC (validation, test: 20,000 pairs each), BQ
+(10,000, 10,000), LCQMC (test: 12,500), PAWSX (test: 2,000) and STSB
+(validation 1,458, test 1,361). kcse's `valid` split is MTEB's
+`validation`; `train` is no MTEB split. Their `main_score` is
+`cosine_spearman`: Spearman's ρ of the cosines with the gold scores, as
+`kcse.evaluation.evaluate_sts` computes it (MTEB's min-max scaling of the
+gold scores does not change a rank correlation, and the Pearson of the
+cosines with the scaled gold equals the unscaled one). MTEB stores ρ as a
+fraction (0.8203); kcse reports it ×100 (82.03): the files hold kcse's
+numbers divided by 100. What kcse does not compute is left out: the
+Manhattan and Euclidean correlations of MTEB's files; `spearman` and
+`pearson` (the model's own similarity) are the cosine ones, kcse's
+similarity. kcse reads Su's `senteval_cn` files, not MTEB's copies on the
+Hugging Face hub: the files record C-MTEB's dataset revision, so they sit
+beside (and merge with) MTEB's own results of the task, but the rows were
+not compared offline, only the split sizes.
+
+The layout is `mteb.ResultCache`'s: `<folder>/results/<model name, "/" as
+"__">/<revision>/<Task>.json` and `model_meta.json` beside them, so
+`mteb.ResultCache(folder).load_results()` reads them, and
+`mteb.evaluate(model, tasks, cache=mteb.ResultCache(folder))` writes its
+own results beside them. Every file is written to a temporary name and
+renamed into place (`kcse.atomic_files`).
+"""
+
+import datetime
+import importlib.metadata
+import json
+import pathlib
+
+from kcse import atomic_files
+from kcse.data.chinese import CHINESE_SPLITS
+from kcse.data.chinese import CHINESE_TASKS
+from kcse.data.chinese import chinese_task_name
+
+# kcse's task name -> C-MTEB's (mteb/tasks/sts/zho/cmtebsts.py).
+MTEB_TASK_NAMES = {"ATEC": "ATEC", "BQ": "BQ", "LCQMC": "LCQMC", "PAWSX": "PAWSX",
+                   "STS-B": "STSB"}
+# kcse's split name -> MTEB's.
+MTEB_SPLIT_NAMES = {"valid": "validation", "test": "test"}
+# Each C-MTEB task's evaluation splits and Hugging Face dataset revision (mteb 2.26.24).
+MTEB_TASKS = {
+    "ATEC": (("validation", "test"), "0f319b1142f28d00e055a6770f3f726ae9b7d865"),
+    "BQ": (("validation", "test"), "e3dda5e115e487b39ec7e618c0c6a29137052a55"),
+    "LCQMC": (("test",), "17f9b096f80380fce5ed12a9be8be7784b337daf"),
+    "PAWSX": (("test",), "bd129d4230ee0551b5469c566bced8da75abae0a"),
+    "STSB": (("validation", "test"), "e036defee8f190911de6fc825a944b928c8cda53"),
+}
+MTEB_LANGUAGES = ["cmn-Hans"]  # C-MTEB's `eval_langs`; its one subset is "default".
+MODEL_META_FILE = "model_meta.json"
+
+
+def mteb_task_split(task, split):
+    """`(C-MTEB task, MTEB split)` of one of Su's tasks and kcse splits.
+
+    Raises:
+        ValueError: in one line, for a task other than Su's five (MTEB holds
+            no other kcse task as C-MTEB STS) or a split MTEB does not
+            evaluate (`train`; `valid` of LCQMC and PAWSX).
+
+    Example:
+    ```python
+    from kcse.evaluation.mteb_results import mteb_task_split
+
+    mteb_task_split("sts-b", "valid")  # ('STSB', 'validation')
+    ```
+    """
+    try:
+        task = chinese_task_name(task)
+    except ValueError:
+        raise ValueError(f"{task!r} is not a C-MTEB STS task; MTEB result files are "
+                         f"written for {', '.join(CHINESE_TASKS)} only") from None
+    name = MTEB_TASK_NAMES[task]
+    splits = MTEB_TASKS[name][0]
+    mteb_split = MTEB_SPLIT_NAMES.get(str(split).lower())
+    if mteb_split not in splits:
+        kcse_splits = [kcse for kcse, mteb in MTEB_SPLIT_NAMES.items() if mteb in splits]
+        raise ValueError(f"{task} {split}: MTEB's {name} evaluates the "
+                         f"{' and '.join(kcse_splits)} split{'s' * (len(splits) > 1)} only")
+    return name, mteb_split
+
+
+def task_split_of_file(path):
+    """`(task, split)` of a file in Su's layout, `<TASK>.<split>.data`.
+
+    Raises:
+        ValueError: in one line, for any other file name.
+    """
+    parts = pathlib.Path(path).name.split(".")
+    if len(parts) == 3 and parts[2] == "data" and parts[1] in CHINESE_SPLITS:
+        try:
+            return chinese_task_name(parts[0]), parts[1]
+        except ValueError:
+            pass
+    raise ValueError(f"{path}: not a file of a C-MTEB STS task (Su's "
+                     f"<TASK>.<split>.data of {', '.join(CHINESE_TASKS)})")
+
+
+def mteb_model_folder(folder, model_name, revision):
+    """`<folder>/results/<model name, "/" as "__">/<revision>`, as mteb names it."""
+    model_name, revision = _name(model_name, "model_name"), _name(revision, "revision")
+    return (pathlib.Path(folder) / "results"
+            / model_name.replace("/", "__").replace(" ", "_") / revision)
+
+
+def write_mteb_results(folder, model_name, revision, results, embed_dim=None):
+    """Writes kcse's STS scores as MTEB result files; returns their paths.
+
+    Args:
+        folder: the results cache folder (`mteb.ResultCache(folder)`).
+        model_name: str, the model's name (`"org/name"` as on the hub, or
+            anything else: "/" becomes "__" in the folder name).
+        revision: str, the model's revision (a commit, a file digest).
+        results: iterable of `(task, split, scores)`: one of Su's tasks
+            (`"STS-B"`), a kcse split (`"valid"`, `"test"`) and the dict of
+            `kcse.evaluation.evaluate_sts` (`"spearman"`, `"pearson"`: ×100),
+            with `"seconds"` (the time taken) when known.
+        embed_dim: int or None, the vectors' width, for `model_meta.json`.
+
+    Returns:
+        The paths written: one `<Task>.json` per task, then `model_meta.json`.
+        A task file already there for the same model and revision keeps
+        the splits not given here.
+
+    Raises:
+        ValueError: in one line: a task or split MTEB does not evaluate
+            (`mteb_task_split`), a task and split given twice, scores
+            missing, or no results.
+
+    Example:
+    ```python
+    import kcse
+
+    paths = kcse.evaluation.write_mteb_results(
+        "mteb", "my-org/my-encoder", "v1",
+        [("STS-B", "test", {"spearman": 82.03, "pearson": 81.5, "n": 1361})])
+    [path.as_posix() for path in paths]
+    # ['mteb/results/my-org__my-encoder/v1/STSB.json',
+    #  'mteb/results/my-org__my-encoder/v1/model_meta.json']
+    # mteb.ResultCache("mteb").load_results(include_remote=False) reads them back.
+    ```
+    """
+    model_folder = mteb_model_folder(folder, model_name, revision)
+    by_task = {}
+    for task, split, scores in results:
+        name, mteb_split = mteb_task_split(task, split)
+        splits = by_task.setdefault(name, {})
+        if mteb_split in splits:
+            raise ValueError(f"{task} {split} is given twice")
+        splits[mteb_split] = scores
+    if not by_task:
+        raise ValueError("no results to write")
+    paths = []
+    for name, splits in by_task.items():
+        path = model_folder / f"{name}.json"
+        atomic_files.write_json(path, task_result(name, splits, _existing(path)), indent=2)
+        paths.append(path)
+    meta = model_meta(model_name, revision, embed_dim)
+    atomic_files.write_json(model_folder / MODEL_META_FILE, meta, indent=4)
+    return paths + [model_folder / MODEL_META_FILE]
+
+
+def task_result(name, splits, existing=None):
+    """One C-MTEB task's result as mteb's `TaskResult` JSON.
+
+    `splits` maps an MTEB split to kcse's scores of it; `existing` is the
+    task's result already on disk, whose other splits are kept.
+    """
+    version = mteb_version()
+    scores = dict(existing["scores"]) if existing else {}
+    for split, kcse_scores in splits.items():
+        scores[split] = [split_scores(kcse_scores, version)]
+    seconds = [s.get("seconds") for s in splits.values()]
+    evaluation_time = None if None in seconds else float(sum(seconds))
+    if existing and evaluation_time is not None and existing.get("evaluation_time"):
+        evaluation_time += existing["evaluation_time"]
+    return {
+        "dataset_revision": MTEB_TASKS[name][1],
+        "task_name": name,
+        "mteb_version": version,
+        "scores": scores,
+        "evaluation_time": evaluation_time,
+        "kg_co2_emissions": None,
+        "date": datetime.datetime.now(datetime.timezone.utc).timestamp(),
+        "evaluation_phases": None,
+    }
+
+
+def split_scores(scores, version):
+    """MTEB's scores of one split (subset "default") from kcse's ×100 ones."""
+    try:
+        spearman, pearson = float(scores["spearman"]) / 100, float(scores["pearson"]) / 100
+    except (KeyError, TypeError, ValueError):
+        raise ValueError("scores must be a dict of evaluate_sts with 'spearman' and "
+                         f"'pearson'; got {scores!r}") from None
+    return {
+        "pearson": pearson,
+        "spearman": spearman,
+        "cosine_pearson": pearson,
+        "cosine_spearman": spearman,
+        "main_score": spearman,
+        "hf_subset": "default",
+        "languages": list(MTEB_LANGUAGES),
+    } | ({"mteb_version": version} if version else {})
+
+
+def model_meta(model_name, revision, embed_dim=None):
+    """`model_meta.json` of a kcse encoder: mteb's `ModelMeta.to_dict()`,
+    naming the model and revision, cosine similarity; unknowns null (the
+    framework too: MTEB's list has no Keras)."""
+    unknown = ("release_date", "languages", "n_parameters", "n_active_parameters_override",
+               "n_embedding_parameters", "memory_usage_mb", "max_tokens", "license",
+               "open_weights", "public_training_code", "public_training_data", "reference",
+               "use_instructions", "training_datasets", "adapted_from", "superseded_by",
+               "citation", "contacts", "experiment_kwargs", "output_dtypes",
+               "extra_requirements_groups", "loader")
+    return {"loader_kwargs": {}, "name": model_name, "revision": revision,
+            "embed_dim": embed_dim, "framework": [],
+            "similarity_fn_name": "cosine", "modalities": ["text"],
+            "model_type": ["dense"], "is_cross_encoder": False} | dict.fromkeys(unknown)
+
+
+def mteb_version():
+    """The installed mteb's version (the format followed), or None without it."""
+    try:
+        return importlib.metadata.version("mteb")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _existing(path):
+    """The task result at `path`, or None when there is none."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+
+
+def _name(value, what):
+    if not isinstance(value, str) or not value.strip() or value in (".", ".."):
+        raise ValueError(f"{what} must be a non-empty str naming a folder; got {value!r}")
+    return value
