@@ -20,6 +20,7 @@ import json
 import os
 import pathlib
 import sys
+import time
 import typing
 
 import numpy as np
@@ -34,6 +35,7 @@ from kcse.experiments import english_sts
 from kcse.experiments import methods
 from kcse.experiments import protocols
 from kcse.export.formats import FORMATS as EXPORT_FORMATS
+from kcse.export.formats import QUANTIZATIONS
 from kcse.export.formats import SENTENCE_TRANSFORMERS_POOLING
 from kcse.layers.pooling_rules import POOLING_NAMES
 from kcse.layers.pooling_rules import resolve_pooling
@@ -148,6 +150,11 @@ def build_parser():
                           help="--suite english-sts: also write the table here")
     evaluate.add_argument("--batch-size", type=arguments.positive_integer, default=64)
     evaluate.add_argument("--json", type=pathlib.Path, help="also write the table here")
+    evaluate.add_argument("--mteb-output", type=pathlib.Path, metavar="DIR",
+                          help="--data files of C-MTEB's STS tasks (Su's <TASK>.<valid|"
+                          "test>.data): also write MTEB result files, "
+                          "DIR/results/<model>/<revision>/<Task>.json, which "
+                          "mteb.ResultCache(DIR) reads")
     evaluate.add_argument("--overwrite", action="store_true",
                           help="replace a file already at --json or --markdown")
     evaluate.set_defaults(run=run_evaluate, inputs=("data",), output_kind=None,
@@ -182,12 +189,13 @@ def build_parser():
 
     export = commands.add_parser(
         "export", help="a SavedModel for TF Serving, a sentence-transformers or "
-        "Hugging Face folder",
+        "Hugging Face folder, an ONNX model",
         description="Writes --model as a SavedModel with the signatures "
         "serving_default (strings) and encode_ids (token ids), as a folder "
         "sentence-transformers loads (pooling, whitening and normalisation "
         "included; a train.json beside a .keras file goes into its model card), "
-        "or as the backbone and tokenizer alone for transformers' AutoModel; see "
+        "as the backbone and tokenizer alone for transformers' AutoModel, or as "
+        "an ONNX model (token ids to vectors) with its tokenizer files; see "
         "docs/serving_and_export.md.",
     )
     add_model_arguments(export)
@@ -197,6 +205,9 @@ def build_parser():
     export.add_argument("--normalize", action="store_true",
                         help="L2-normalise the vectors (not for --format huggingface, "
                         "which holds no pooling)")
+    export.add_argument("--quantize", choices=QUANTIZATIONS, default=None,
+                        help="--format onnx: also write model_int8.onnx, its dense "
+                        "weights int8 (ONNX Runtime's dynamic quantisation)")
     export.add_argument("--overwrite", action="store_true",
                         help="replace a non-empty --output folder")
     export.set_defaults(run=run_export, inputs=(), output_kind="folder",
@@ -266,6 +277,8 @@ def check_export_arguments(args):
         raise UsageError("--normalize: --format huggingface holds the backbone and "
                          "tokenizer alone (no pooling to normalise); use --format "
                          "sentence_transformers")
+    if args.quantize is not None and args.format != "onnx":
+        raise UsageError(f"--quantize: only --format onnx is quantised, not {args.format}")
     if (args.format == "sentence_transformers" and args.pooling is not None
             and resolve_pooling(args.pooling) not in SENTENCE_TRANSFORMERS_POOLING):
         raise UsageError(f"--pooling {args.pooling}: sentence-transformers has no "
@@ -281,7 +294,12 @@ def check_evaluate_arguments(args):
         for flag in ("data_dir", "markdown"):
             if getattr(args, flag) is not None:
                 raise UsageError(f"--{flag.replace('_', '-')} is for --suite english-sts")
+        if args.mteb_output is not None:
+            check_mteb_output(args)
         return
+    if args.mteb_output is not None:
+        raise UsageError("--mteb-output is for --data files of C-MTEB's STS tasks "
+                         "(ATEC, BQ, LCQMC, PAWSX, STS-B), not --suite")
     args.inputs = ()
     if args.data_dir is None:
         raise UsageError("--suite english-sts needs --data-dir (the folder of sts_en/ "
@@ -299,6 +317,26 @@ def check_evaluate_arguments(args):
         except ValueError as error:
             raise UsageError(f"--suite english-sts {name}: "
                              f"{one_line(error, pairs.source)}") from None
+
+
+def check_mteb_output(args):
+    """--mteb-output: a writable folder, and each --data file one of C-MTEB's
+    task splits (Su's file names), each split once."""
+    from kcse.evaluation.mteb_results import mteb_task_split
+    from kcse.evaluation.mteb_results import task_split_of_file
+
+    arguments.check_output(args.mteb_output, "--mteb-output", folder=True)
+    args.mteb_splits = []
+    for path in args.data:
+        try:
+            task_split = task_split_of_file(path)
+            mteb_task_split(*task_split)
+        except ValueError as error:
+            raise UsageError(f"--mteb-output: {error}") from None
+        if task_split in args.mteb_splits:
+            raise UsageError(f"--mteb-output: {path}: {' '.join(task_split)} is "
+                             "given twice in --data")
+        args.mteb_splits.append(task_split)
 
 
 def replaced_output(args):
@@ -558,8 +596,9 @@ def run_evaluate(args):
         except ValueError as error:
             raise UsageError(one_line(error, path)) from None
     encoder, prefix, _ = load_encoder(args, inference_only=True)
-    rows = []
+    rows, seconds = [], []
     for path, read in zip(args.data, pairs):
+        started = time.monotonic()
         try:
             result = evaluate_sts(
                 encoder,
@@ -570,6 +609,7 @@ def run_evaluate(args):
         except UndefinedCorrelationError as error:
             raise CommandFailed(one_line(error, path)) from None
         rows.append({"data": str(path)} | result)
+        seconds.append(time.monotonic() - started)
     width = max(len(row["data"]) for row in rows)
     print(f"{'data':<{width}}  {'pairs':>6}  {'spearman':>8}  {'pearson':>8}")
     for row in rows:
@@ -577,6 +617,29 @@ def run_evaluate(args):
               f"{row['pearson']:>8.2f}")
     if args.json:
         atomic_files.write_json(args.json, rows)
+    if args.mteb_output:
+        write_mteb_output(args, encoder, rows, seconds)
+
+
+def write_mteb_output(args, encoder, rows, seconds):
+    """The MTEB result files of `kcse evaluate`'s rows (and the seconds each
+    took), under the model's name as given and its revision: a `.keras`
+    file's SHA-256 (16 digits), else the digest kcse keys results by
+    (`ModelSpec.digest`)."""
+    from kcse.data.checksums import file_checksum
+    from kcse.evaluation.mteb_results import write_mteb_results
+    from kcse.models import model_sources
+
+    if args.model.endswith(".keras"):
+        revision = file_checksum(args.model)[:16]
+    else:
+        revision = model_sources.resolve_model(args.model, args.checkpoint_root).digest
+    written = write_mteb_results(
+        args.mteb_output, args.model, revision,
+        [(task, split, row | {"seconds": took})
+         for (task, split), row, took in zip(args.mteb_splits, rows, seconds)],
+        embed_dim=encoder.output_dim)
+    print(f"MTEB results: {written[0].parent}")
 
 
 def run_english_suite(args):
@@ -764,21 +827,27 @@ def run_export(args):
     from kcse.export.saved_model import ExportCheckError
 
     encoder, prefix, _ = load_encoder(args)
+    if prefix and not encoder.prompts:
+        # Kept by the export (not the Hugging Face folder, which has no
+        # place for prompts) for clients to prepend.
+        encoder.prompts = {"query": prefix}
     if args.format != "tf_saved_model":
         if args.normalize:
             encoder.normalize = True
         options = {"overwrite": args.overwrite}
         if args.format == "sentence_transformers":
-            if prefix and not encoder.prompts:
-                options["prompts"] = {"query": prefix}
             options["training"] = training_record(args.model)
+        if args.format == "onnx":
+            options["quantize"] = args.quantize
         try:
             encoder.export(args.output, format=args.format, **options)
         except UnsupportedExportError as error:
             raise UsageError(f"--format {args.format}: {args.model}: {error}") from None
-        prompts = options.get("prompts", encoder.prompts) if args.format != "huggingface" else {}
+        except ExportCheckError as error:
+            raise CommandFailed(" ".join(str(error).split())) from None
+        prompts = encoder.prompts if args.format != "huggingface" else {}
         print(f"wrote {args.output} ({args.format})" + "".join(
-            f"; prompt {name!r} is {text!r}" for name, text in (prompts or {}).items()))
+            f"; prompt {name!r} is {text!r}" for name, text in prompts.items()))
         return
     try:
         signatures = encoder.export(args.output, normalize=args.normalize or None,

@@ -322,6 +322,10 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         - `"huggingface"`: the backbone and tokenizer alone, for
           `transformers.AutoModel` (`kcse.export.export_huggingface`;
           keyword argument `overwrite`).
+        - `"onnx"`: the encoder from token ids to vectors as `model.onnx`
+          for ONNX Runtime, with the tokenizer files; keyword arguments
+          `quantize` (`"int8"`: also `model_int8.onnx`), `overwrite`: see
+          `kcse.export.export_onnx`, which `normalize` is passed to.
 
         Other formats are Keras' `Model.export`.
         """
@@ -334,6 +338,10 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
             if format == "huggingface":
                 return export.export_huggingface(self, filepath, **kwargs)
             return export.export_sentence_transformers(self, filepath, **kwargs)
+        if format == "onnx":
+            from kcse import export
+
+            return export.export_onnx(self, filepath, normalize=normalize, **kwargs)
         if format != "tf_saved_model":
             return super().export(filepath, format=format, **kwargs)
         overwrite = kwargs.pop("overwrite", True)

@@ -189,6 +189,30 @@ def test_export_sentence_transformers_folder_with_the_training_record(trained):
     assert f"| {record['after']['spearman']:.2f} |" in card and "simcse" in card
 
 
+def test_export_onnx_with_its_int8_model_and_prefix(trained):
+    """Reference: ONNX Runtime on transformers' AutoTokenizer's ids (see
+    tests/export/onnx_test.py); `--prefix` is kept as the query prompt."""
+    import onnxruntime
+    import transformers
+
+    folder, _, _ = trained
+    model = folder / "run" / "encoder.keras"
+    out = assert_ok(kcse_command("export", "--model", model, "--format", "onnx",
+                                 "--quantize", "int8", "--prefix", "问：",
+                                 "--output", folder / "onnx"))
+    assert f"wrote {folder / 'onnx'} (onnx); prompt 'query' is '问：'" in out
+    config = json.loads((folder / "onnx" / "onnx_config.json").read_text())
+    assert config["prompts"] == {"query": "问："}
+    assert config["models"] == {"float32": "model.onnx", "int8": "model_int8.onnx"}
+    texts = ["问：一个女孩在梳头。", "问：一个人在切洋葱。"]
+    batch = transformers.AutoTokenizer.from_pretrained(folder / "onnx")(
+        texts, padding=True, return_tensors="np")
+    session = onnxruntime.InferenceSession(str(folder / "onnx" / "model.onnx"))
+    (theirs,) = session.run(["sentence_embedding"], {
+        value.name: batch[value.name] for value in session.get_inputs()})
+    np.testing.assert_allclose(theirs, keras.saving.load_model(model).encode(texts), atol=1e-4)
+
+
 @pytest.mark.parametrize("flags,error", [
     (["--format", "huggingface", "--normalize"],
      "--normalize: --format huggingface holds the backbone and tokenizer alone (no "
@@ -196,6 +220,8 @@ def test_export_sentence_transformers_folder_with_the_training_record(trained):
     (["--format", "sentence_transformers", "--pooling", "wk"],
      "--pooling wk: sentence-transformers has no module for it; use one of cls, pooler, "
      "last_avg, first_last_avg, last2avg, max"),
+    (["--format", "huggingface", "--quantize", "int8"],
+     "--quantize: only --format onnx is quantised, not huggingface"),
 ])
 def test_export_format_flags_it_cannot_honour(tmp_path, capsys, flags, error):
     model = write_family(tmp_path, "bert")
@@ -213,7 +239,8 @@ def test_export_writes_a_wobert_folder_whose_tokenizer_cuts_with_rjieba(tmp_path
     model = write_family(tmp_path, "wobert", pooler=False)
     assert cli.main(["export", "--model", f"{model}:wobert", "--format", "huggingface",
                      "--output", str(tmp_path / "out")]) == 0
-    assert capsys.readouterr().out.strip() == f"wrote {tmp_path / 'out'} (huggingface)"
+    assert capsys.readouterr().out.strip().splitlines()[-1] == (
+        f"wrote {tmp_path / 'out'} (huggingface)")
     encoder = kcse.SentenceEncoder.from_checkpoint(model, "wobert", 32)
     tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "out")
     assert type(tokenizer).__name__ == "RoFormerTokenizerFast"

@@ -1,4 +1,4 @@
-"""Exports of a `SentenceEncoder`: TF SavedModel, Hugging Face, sentence-transformers.
+"""Exports of a `SentenceEncoder`: TF SavedModel, Hugging Face, sentence-transformers, ONNX.
 
 - `saved_model.py`: the SavedModel TF Serving runs (`encoder.export(path)`).
 - `huggingface.py`: the backbone as a transformers folder (`AutoModel`).
@@ -6,6 +6,8 @@
   XLM-R's SentencePiece) as a `tokenizer.json` that cuts text as kcse does.
 - `sentence_transformers.py`: the whole encoder (pooling, whitening,
   normalisation) as a sentence-transformers folder.
+- `onnx.py`: the encoder from token ids to vectors as an ONNX model (float32,
+  and int8), with the tokenizer files, for ONNX Runtime.
 """
 
 from kcse.lazy_exports import lazy_exports
@@ -13,6 +15,7 @@ from kcse.lazy_exports import lazy_exports
 _EXPORTS = {
     "export_huggingface": "kcse.export.huggingface",
     "export_sentence_transformers": "kcse.export.sentence_transformers",
+    "export_onnx": "kcse.export.onnx",
     "UnsupportedExportError": "kcse.export.formats",
 }
 __all__ = list(_EXPORTS)

@@ -5,7 +5,9 @@ starts; the exporters use the same names.
 """
 
 # `SentenceEncoder.export(format=...)` and `kcse export --format`.
-FORMATS = ("tf_saved_model", "sentence_transformers", "huggingface")
+FORMATS = ("tf_saved_model", "sentence_transformers", "huggingface", "onnx")
+# `SentenceEncoder.export(format="onnx", quantize=...)` and `kcse export --quantize`.
+QUANTIZATIONS = ("int8",)
 # kcse pooling -> sentence-transformers `Pooling` mode, for the poolings a
 # sentence-transformers folder can compute (two-layer averages add a
 # `WeightedLayerPooling` before the mean; P2 a `Dense` after the cls token).

