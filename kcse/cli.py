@@ -206,7 +206,7 @@ def build_parser():
                         help="L2-normalise the vectors (not for --format huggingface, "
                         "which holds no pooling)")
     export.add_argument("--quantize", choices=QUANTIZATIONS, default=None,
-                        help="--format onnx: also write model_int8.onnx, its dense "
+                        help="--format onnx: also write model_int8.onnx, most dense "
                         "weights int8 (ONNX Runtime's dynamic quantisation)")
     export.add_argument("--overwrite", action="store_true",
                         help="replace a non-empty --output folder")

@@ -20,7 +20,7 @@ names ONNX Runtime clients (and sentence-transformers' ONNX models) use.
 | file | what |
 |---|---|
 | `model.onnx` | float32 weights; `input_ids`, `attention_mask` (and `token_type_ids` where the tokenizer makes them: not e5's), int64 `[batch, length]` → `sentence_embedding`, float32 `[batch, dim]` |
-| `model_int8.onnx` | with `quantize="int8"`: the same graph, its MatMul weights int8 (ONNX Runtime's dynamic quantisation) |
+| `model_int8.onnx` | with `quantize="int8"`: the same graph, the dense weights int8 but the feed-forward output projections' (ONNX Runtime's dynamic quantisation) |
 | `tokenizer.json`, `tokenizer_config.json`, ... | the tokenizer, as in the Hugging Face folder |
 | `onnx_config.json` | the inputs, output, dimension, pooling, normalisation, maximum length and prompts |
 """
@@ -50,10 +50,10 @@ QUANTIZED_FILES = {quantization: f"model_{quantization}.onnx" for quantization i
 CONFIG_FILE = "onnx_config.json"
 # ONNX Runtime 1.16+ runs it; opset 17 has LayerNormalization.
 OPSET = 17
-# Which operators dynamic int8 quantisation rewrites: the dense layers
-# (attention and feed-forward), as sentence-transformers' int8 exports do.
-# The embedding tables (Gather) stay float32: they are looked up, not
-# multiplied, so int8 saves no time there and costs accuracy.
+# Which operators dynamic int8 quantisation rewrites: the dense layers. The
+# embedding tables (Gather) stay float32: they are looked up, not
+# multiplied, so int8 saves no time there and costs accuracy. So do the
+# feed-forward output projections (`quantize_model`).
 QUANTIZED_OPERATORS = ["MatMul"]
 
 
@@ -76,8 +76,9 @@ def export_onnx(encoder, path, quantize=None, normalize=None, overwrite=False):
         encoder: a `kcse.SentenceEncoder` with a preprocessor.
         path: the folder to write.
         quantize: None, or `"int8"` to also write `model_int8.onnx`, the
-            MatMul weights quantised to int8 by ONNX Runtime's
-            `quantize_dynamic` (activations quantised per batch at run time).
+            dense weights (but the feed-forward output projections')
+            quantised to int8 by ONNX Runtime's `quantize_dynamic`
+            (activations quantised per batch at run time).
         normalize: L2-normalise the output (default: the encoder's own
             `normalize`; an encoder that normalises cannot export without).
         overwrite: replace an existing non-empty folder at `path`.
@@ -159,7 +160,8 @@ def export_onnx(encoder, path, quantize=None, normalize=None, overwrite=False):
         write_onnx_model(encoder, temporary / MODEL_FILE, normalize)
         models = {"float32": MODEL_FILE}
         if quantize is not None:
-            quantize_model(temporary / MODEL_FILE, temporary / QUANTIZED_FILES[quantize])
+            quantize_model(temporary / MODEL_FILE, temporary / QUANTIZED_FILES[quantize],
+                           encoder.backbone.intermediate_dim)
             models[quantize] = QUANTIZED_FILES[quantize]
         for name, content in tokenizer_files.items():
             if isinstance(content, bytes):
@@ -273,12 +275,16 @@ def erfc_as_one_minus_erf(graph, node, name, args):
         inputs=[one.output[0], node.output[0]])
 
 
-def quantize_model(source, target):
+def quantize_model(source, target, intermediate_dim):
     """Writes `source`'s ONNX model with int8 MatMul weights to `target`.
 
     tf2onnx writes the attention projections as `Gemm`, which ONNX
     Runtime's dynamic quantisation leaves float32; they are rewritten as
     `MatMul` + `Add` first (`gemm_as_matmul`), as a PyTorch export has them.
+    The feed-forward output projections (weights of `intermediate_dim`
+    rows) stay float32: quantised too, multilingual-e5-small lost 1.04
+    Spearman ×100 on the Chinese STS-B test (77.37 → 76.33) instead of 0.02
+    (77.35), for 1.30× instead of 1.15× the float32 model's speed.
     """
     import onnx
     from onnxruntime.quantization import QuantType
@@ -288,8 +294,11 @@ def quantize_model(source, target):
     gemm_as_matmul(model.graph)
     rewritten = pathlib.Path(target).with_suffix(".matmul.onnx")
     onnx.save(model, str(rewritten))
+    weights = {tensor.name: tuple(tensor.dims) for tensor in model.graph.initializer}
+    float_layers = [node.name for node in model.graph.node if node.op_type == "MatMul"
+                    and weights.get(node.input[1], (None,))[0] == intermediate_dim]
     quantize_dynamic(str(rewritten), str(target), weight_type=QuantType.QInt8,
-                     op_types_to_quantize=QUANTIZED_OPERATORS)
+                     op_types_to_quantize=QUANTIZED_OPERATORS, nodes_to_exclude=float_layers)
     rewritten.unlink()
 
 
