@@ -223,6 +223,11 @@ def write_backbone(folder, encoder, config_extra=None):
     write_json(folder / CONFIG_FILE, config)
     write_safetensors(folder / WEIGHTS_FILE,
                       huggingface_weights(encoder.backbone, config))
+    write_files(folder, files)
+
+
+def write_files(folder, files):
+    """Writes `{file name: text or bytes}` into `folder` (a temporary one)."""
     for name, content in files.items():
         if isinstance(content, bytes):
             (folder / name).write_bytes(content)
@@ -237,14 +242,23 @@ def tokenizer_files(tokenizer, sequence_length):
     return word_piece_json.tokenizer_files(tokenizer, sequence_length)
 
 
-def check_exportable(encoder):
-    """Raises `UnsupportedExportError` unless `encoder`'s backbone and tokenizer export."""
+def check_tokenizer_exportable(encoder):
+    """Raises `UnsupportedExportError` unless `encoder` has a tokenizer the
+    folder's tokenizer files can express (WordPiece, jieba without its HMM,
+    XLM-R's SentencePiece: see `kcse.export.word_piece_json`)."""
     if encoder.preprocessor is None:
         raise UnsupportedExportError(
-            "the encoder has no preprocessor: a Hugging Face folder needs its tokenizer"
+            "the encoder has no preprocessor: the exported folder needs its tokenizer"
         )
     tokenizer = encoder.preprocessor.tokenizer
-    huggingface_architecture(encoder.backbone, tokenizer)
+    if not sentencepiece_json.is_xlm_roberta_tokenizer(tokenizer):
+        word_piece_json.check_tokenizer(tokenizer)
+
+
+def check_exportable(encoder):
+    """Raises `UnsupportedExportError` unless `encoder`'s backbone and tokenizer export."""
+    check_tokenizer_exportable(encoder)
+    huggingface_architecture(encoder.backbone, encoder.preprocessor.tokenizer)
     # Integer variables are quantized weights (Keras' int8 / int4 codes).
     quantized = sorted({variable.path.split("/")[0] for variable in encoder.backbone.weights
                         if "int" in str(variable.dtype)})
@@ -253,8 +267,6 @@ def check_exportable(encoder):
             f"{', '.join(quantized)} keeps quantized weights, which the folder's float32 "
             "model.safetensors cannot hold; load the model with float weights (e5: "
             "without quantized_embedding) to export it")
-    if not sentencepiece_json.is_xlm_roberta_tokenizer(tokenizer):
-        word_piece_json.check_tokenizer(tokenizer)
 
 
 def export_huggingface(encoder, path, overwrite=False):

@@ -35,9 +35,7 @@ from kcse import atomic_files
 from kcse.export import huggingface
 from kcse.export import saved_model
 from kcse.export import sentencepiece_json
-from kcse.export import word_piece_json
 from kcse.export.formats import QUANTIZATIONS
-from kcse.export.formats import UnsupportedExportError
 from kcse.precision import precision_of
 
 # kcse's token inputs -> the names ONNX Runtime clients feed (Hugging Face's).
@@ -55,18 +53,6 @@ OPSET = 17
 # multiplied, so int8 saves no time there and costs accuracy. So do the
 # feed-forward output projections (`quantize_model`).
 QUANTIZED_OPERATORS = ["MatMul"]
-
-
-def check_tokenizer(encoder):
-    """Raises `UnsupportedExportError` unless `encoder`'s tokenizer can be written
-    as the Hugging Face folder's tokenizer files (WordPiece, jieba without its
-    HMM, XLM-R's SentencePiece: see `kcse.export.word_piece_json`)."""
-    if encoder.preprocessor is None:
-        raise UnsupportedExportError(
-            "the encoder has no preprocessor: the exported folder needs its tokenizer")
-    tokenizer = encoder.preprocessor.tokenizer
-    if not sentencepiece_json.is_xlm_roberta_tokenizer(tokenizer):
-        word_piece_json.check_tokenizer(tokenizer)
 
 
 def export_onnx(encoder, path, quantize=None, normalize=None, overwrite=False):
@@ -150,7 +136,7 @@ def export_onnx(encoder, path, quantize=None, normalize=None, overwrite=False):
     if encoder.normalize and not normalize:
         raise ValueError("This encoder L2-normalises its vectors; export cannot undo that "
                          "(normalize=False). Build the encoder with normalize=False.")
-    check_tokenizer(encoder)
+    huggingface.check_tokenizer_exportable(encoder)
     atomic_files.check_replaceable(path, overwrite)
     tokenizer = encoder.preprocessor.tokenizer
     length = encoder.preprocessor.sequence_length
@@ -163,11 +149,7 @@ def export_onnx(encoder, path, quantize=None, normalize=None, overwrite=False):
             quantize_model(temporary / MODEL_FILE, temporary / QUANTIZED_FILES[quantize],
                            encoder.backbone.intermediate_dim)
             models[quantize] = QUANTIZED_FILES[quantize]
-        for name, content in tokenizer_files.items():
-            if isinstance(content, bytes):
-                (temporary / name).write_bytes(content)
-            else:
-                (temporary / name).write_text(content, encoding="utf-8")
+        huggingface.write_files(temporary, tokenizer_files)
         huggingface.write_json(temporary / CONFIG_FILE, {
             "models": models,
             "inputs": [INPUT_NAMES[name] for name in inputs],
