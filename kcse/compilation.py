@@ -55,6 +55,41 @@ def padded_length(longest, full_length, lengths=None):
     return min(fitting) if fitting else full_length
 
 
+def trim_padding(features, lengths=None):
+    """Cuts a padded token batch to its longest sequence, rounded up.
+
+    Sequences are padded to the preprocessor's full length; a batch of short
+    sentences then spends most of its compute on padding, which never counts
+    in kcse's poolings. The length is rounded up to a multiple of 8, or with
+    `lengths` (for steps compiled per shape) to the smallest of them that
+    holds the longest sequence (the full length beyond them), so compiled
+    train steps are reused: `padded_length` in TensorFlow ops, used by
+    training batches and the SavedModel's signatures. Boolean masks become
+    int32 (under tf.distribute Keras reduces a sample batch with MEAN, which
+    has no bool kernel).
+    """
+    import tensorflow as tf
+
+    mask = tf.cast(features["padding_mask"], "int32")
+    full_length = tf.shape(mask)[-1]
+    # At least 1: an empty batch's maximum is the smallest int32.
+    longest = tf.maximum(tf.reduce_max(tf.reduce_sum(mask, axis=-1)), 1)
+    if lengths is None:
+        length = tf.minimum(-(-longest // LENGTH_BUCKET) * LENGTH_BUCKET, full_length)
+    else:
+        allowed = tf.constant(sorted(lengths), "int32")
+        fitting = tf.boolean_mask(
+            allowed, (allowed >= longest) & (allowed <= full_length)
+        )
+        length = tf.reduce_min(tf.concat([fitting, [full_length]], axis=0))
+    return {
+        key: tf.cast(value, "int32")[..., :length]
+        if value.dtype == tf.bool
+        else value[..., :length]
+        for key, value in features.items()
+    }
+
+
 def on_accelerator():
     """Whether Keras' backend computes on a GPU or TPU by default."""
     import keras

@@ -14,8 +14,8 @@ import tensorflow as tf
 
 import kcse
 from kcse.compilation import padded_length
+from kcse.compilation import trim_padding
 from kcse.objectives.encoder_objective import EncoderObjective
-from kcse.objectives.encoder_objective import trim_padding
 from kcse.objectives.token_batches import trimmed_tokens
 
 WORKER = pathlib.Path(__file__).parent / "compilation_worker.py"
@@ -153,3 +153,21 @@ def test_docstring_examples_run(name, tmp_path, monkeypatch):
 
     module = kcse.objectives.token_batches if name == "TokenBatches" else kcse.compilation
     run_examples(name, getattr(module, name), tmp_path, monkeypatch)
+
+
+def test_trim_padding_cuts_to_the_longest_sequence_rounded_up():
+    mask = np.zeros((2, 32), bool)
+    mask[0, :5], mask[1, :11] = True, True
+    features = {
+        "token_ids": np.where(mask, 7, 0).astype("int32"),
+        "padding_mask": mask,
+    }
+    trimmed = trim_padding(features)
+    assert trimmed["token_ids"].shape == (2, 16)
+    assert trimmed["padding_mask"].dtype == "int32"
+    np.testing.assert_array_equal(trimmed["padding_mask"], mask[:, :16])
+    full = trim_padding({"padding_mask": np.ones((1, 12), bool)})
+    assert full["padding_mask"].shape == (1, 12)
+    # An empty batch (a client's `[0]` request) keeps its shape's rank.
+    empty = trim_padding({"padding_mask": np.zeros((0, 12), bool)})
+    assert empty["padding_mask"].shape == (0, 8)

@@ -12,6 +12,11 @@ import sys
 
 FOLDER = pathlib.Path(__file__).resolve().parent / "saved_models"
 NAMES = ("bert_whitening", "bert_wk", "roformer")
+# Largest difference allowed from the stored vectors. WK pooling's QR
+# decompositions come out 1.6e-5 apart on an AMD EPYC (AVX-512) from the
+# machine that wrote the files; a weight loaded wrongly moves a vector by
+# far more.
+TOLERANCE = {"bert_whitening": 1e-6, "bert_wk": 1e-4, "roformer": 1e-6}
 
 # A fresh process that imports kcse, then Keras: as a user's script does.
 LOAD = """
@@ -39,4 +44,4 @@ def test_encoders_saved_by_the_previous_layout_load_and_encode_the_same():
     assert loaded["bert_whitening"][:2] == ["SentenceEncoder", "BertBackbone"]
     assert loaded["roformer"][:2] == ["SentenceEncoder", "RoFormerBackbone"]
     for name in NAMES:
-        assert loaded[name][2] <= 1e-6, name
+        assert loaded[name][2] <= TOLERANCE[name], name

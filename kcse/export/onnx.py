@@ -207,7 +207,6 @@ def write_onnx_model(encoder, path, normalize):
     ])
     def encode_ids(features, values):
         features = {name: tf.cast(features[INPUT_NAMES[name]], tf.int32) for name in inputs}
-        features["padding_mask"] = tf.cast(features["padding_mask"], tf.bool)
         if "segment_ids" in encoder.backbone.input and "segment_ids" not in inputs:
             features["segment_ids"] = tf.zeros_like(features["token_ids"])
         with keras.StatelessScope(state_mapping=list(zip(variables, values))):

@@ -11,6 +11,7 @@ import numpy as np
 
 from kcse import atomic_files
 from kcse import compat
+from kcse.compilation import trim_padding
 from kcse.precision import precision_of
 
 # The signatures of an exported encoder.
@@ -59,8 +60,10 @@ def export_saved_model(encoder, path, normalize=None, overwrite=True):
 
     Both return `{"embedding": float32 [None, dim]}`: the encoder's
     pooling, its whitening if it has one, then L2-normalisation when
-    `normalize` (default: the encoder's own `normalize`). Each variable is
-    stored once, so the SavedModel is about the size of the weights (Keras'
+    `normalize` (default: the encoder's own `normalize`). Both cut each
+    batch to its longest text, rounded up to 8 tokens, before the model, so
+    a batch of short texts does not pay for the preprocessor's full length
+    (512 for e5). Each variable is stored once, so the SavedModel is about the size of the weights (Keras'
     own `export` stores them twice). Prefixes a model expects (E5:
     `"query: "`) are the client's to add, as with `encode`: the encoder's
     `prompts` are kept as the SavedModel's `prompts()` function
@@ -142,7 +145,7 @@ def export_saved_model(encoder, path, normalize=None, overwrite=True):
 
         @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="texts")])
         def serve_strings(texts):
-            return embedding(encoder, encoder.preprocessor(texts), normalize)
+            return embedding(encoder, encoder.preprocessor(texts), normalize, trim=True)
 
         signatures[STRINGS_SIGNATURE] = serve_strings.get_concrete_function()
         # Tokenizer resources the string signature captures (SentencePiece),
@@ -178,15 +181,24 @@ def prompts_function(prompts):
     return read_prompts
 
 
-def embedding(encoder, features, normalize, output=OUTPUT, empty_batch_branch=True):
+def embedding(encoder, features, normalize, output=OUTPUT, empty_batch_branch=True,
+              trim=False):
     """`{output: float32 [batch, dim]}` of a batch of token features, in a graph.
 
-    The encoder's vectors, L2-normalised when `normalize`. With
-    `empty_batch_branch`, an empty batch gives `[0, dim]` whatever the model
-    does with it (CLS pooling slices token 0, absent from a `[0, 0]` batch),
-    through a `tf.cond` around the model.
+    The encoder's vectors, L2-normalised when `normalize`. With `trim`, the
+    batch is first cut to its longest row rounded up to 8
+    (`kcse.compilation.trim_padding`): the preprocessor pads every batch to
+    its full length (512 for e5), most of it padding for short texts, and
+    padding never changes a vector. With `empty_batch_branch`, an empty
+    batch gives `[0, dim]` whatever the model does with it (CLS pooling
+    slices token 0, absent from a `[0, 0]` batch), through a `tf.cond`
+    around the model.
     """
     import tensorflow as tf
+
+    if trim:
+        features = trim_padding(features)
+    features = dict(features, padding_mask=tf.cast(features["padding_mask"], tf.bool))
 
     def vectors():
         vectors = tf.cast(encoder(features, training=False), tf.float32)
@@ -214,9 +226,7 @@ def ids_function(encoder, normalize):
         {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in inputs}
     ])
     def encode_ids(features):
-        features = dict(features)
-        features["padding_mask"] = tf.cast(features["padding_mask"], tf.bool)
-        return embedding(encoder, features, normalize)
+        return embedding(encoder, features, normalize, trim=True)
 
     return encode_ids
 

@@ -9,9 +9,9 @@ import keras_hub
 import numpy as np
 from keras import ops
 
-from kcse.compilation import LENGTH_BUCKET
 from kcse.compilation import compiles_per_shape
 from kcse.compilation import on_accelerator
+from kcse.compilation import trim_padding
 from kcse.models.block_recomputation import recomputed_blocks
 from kcse.models.embedding_lookup import token_embedding
 from kcse.objectives.embedding_rows import EmbeddingRows
@@ -83,39 +83,6 @@ def reshuffled(dataset):
     return indices.map(
         lambda i: tf.nest.map_structure(lambda column: tf.gather(column, i), columns)
     ).apply(tf.data.experimental.assert_cardinality(count))
-
-
-def trim_padding(features, lengths=None):
-    """Cuts a padded token batch to its longest sequence, rounded up.
-
-    Sequences are padded to the preprocessor's full length; a batch of short
-    sentences then spends most of its compute on padding, which never counts
-    in kcse's poolings. The length is rounded up to a multiple of 8, or with
-    `lengths` (for steps compiled per shape) to the smallest of them that
-    holds the longest sequence (the full length beyond them), so compiled
-    train steps are reused: `kcse.compilation.padded_length` in TensorFlow
-    ops. Boolean masks become int32 (under tf.distribute Keras reduces a
-    sample batch with MEAN, which has no bool kernel).
-    """
-    import tensorflow as tf
-
-    mask = tf.cast(features["padding_mask"], "int32")
-    full_length = tf.shape(mask)[-1]
-    longest = tf.reduce_max(tf.reduce_sum(mask, axis=-1))
-    if lengths is None:
-        length = tf.minimum(-(-longest // LENGTH_BUCKET) * LENGTH_BUCKET, full_length)
-    else:
-        allowed = tf.constant(sorted(lengths), "int32")
-        fitting = tf.boolean_mask(
-            allowed, (allowed >= longest) & (allowed <= full_length)
-        )
-        length = tf.reduce_min(tf.concat([fitting, [full_length]], axis=0))
-    return {
-        key: tf.cast(value, "int32")[..., :length]
-        if value.dtype == tf.bool
-        else value[..., :length]
-        for key, value in features.items()
-    }
 
 
 def _static_batch_size(samples):

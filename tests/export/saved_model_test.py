@@ -166,6 +166,31 @@ def test_bert_tiny_serves_strings_and_ids(server, tmp_path):
         assert "shape: (-1, 8)" in block and "outputs['embedding']" in block
 
 
+def test_signatures_cut_each_batch_to_its_longest_text():
+    # The preprocessor pads to its full length (16 here, 512 for e5); the
+    # model sees the batch cut to its longest row rounded up to 8, and the
+    # vectors do not change.
+    import tensorflow as tf
+
+    from kcse.export import saved_model
+
+    encoder = kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor(sequence_length=16),
+                                   pooling="last_avg")
+    shapes = []
+
+    def recording(features, training):
+        shapes.append(tuple(features["token_ids"].shape))
+        return encoder(features, training=training)
+
+    recording.output_dim = encoder.output_dim
+    for texts, length in ((["a dog", "blue"], 8), (TEXTS, 8), ([" ".join(["cat"] * 9)], 16)):
+        features = encoder.preprocessor(tf.constant(texts))
+        assert features["token_ids"].shape == (len(texts), 16)
+        served = saved_model.embedding(recording, features, normalize=False, trim=True)
+        assert shapes.pop() == (len(texts), length)
+        np.testing.assert_allclose(served["embedding"], encoder.encode(texts), atol=1e-5)
+
+
 def test_whitened_and_normalized_encoders(server, tmp_path):
     backbone, preprocessor = tiny_bert(seed=1), tiny_preprocessor()
     whitening = kcse.layers.Whitening(n_components=4)

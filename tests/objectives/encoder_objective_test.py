@@ -2,7 +2,6 @@ import numpy as np
 import pytest
 
 from kcse.objectives.encoder_objective import training_dataset
-from kcse.objectives.encoder_objective import trim_padding
 
 
 def epochs_of(dataset, count):
@@ -28,21 +27,6 @@ def test_training_dataset_without_shuffle_keeps_order_and_labels():
     batches = [(a.numpy().tolist(), b.numpy().tolist()) for a, b in dataset]
     assert batches[0] == ([0, 1, 2, 3], [0, 2, 4, 6])
     assert batches[-1] == ([8, 9], [16, 18])
-
-
-def test_trim_padding_cuts_to_the_longest_sequence_rounded_up():
-    mask = np.zeros((2, 32), bool)
-    mask[0, :5], mask[1, :11] = True, True
-    features = {
-        "token_ids": np.where(mask, 7, 0).astype("int32"),
-        "padding_mask": mask,
-    }
-    trimmed = trim_padding(features)
-    assert trimmed["token_ids"].shape == (2, 16)
-    assert trimmed["padding_mask"].dtype == "int32"
-    np.testing.assert_array_equal(trimmed["padding_mask"], mask[:, :16])
-    full = trim_padding({"padding_mask": np.ones((1, 12), bool)})
-    assert full["padding_mask"].shape == (1, 12)
 
 
 def test_training_order_depends_on_the_python_seed_only():
