@@ -58,6 +58,10 @@ def padded_length(longest, full_length, lengths=None):
 def trim_padding(features, lengths=None):
     """Cuts a padded token batch to its longest sequence, rounded up.
 
+    The cut falls after the last position any row's mask covers: the
+    longest sequence for right padding (as kcse's preprocessors pad), and
+    no token lost for a mask with gaps or left padding.
+
     Sequences are padded to the preprocessor's full length; a batch of short
     sentences then spends most of its compute on padding, which never counts
     in kcse's poolings. The length is rounded up to a multiple of 8, or with
@@ -73,7 +77,7 @@ def trim_padding(features, lengths=None):
     mask = tf.cast(features["padding_mask"], "int32")
     full_length = tf.shape(mask)[-1]
     # At least 1: an empty batch's maximum is the smallest int32.
-    longest = tf.maximum(tf.reduce_max(tf.reduce_sum(mask, axis=-1)), 1)
+    longest = tf.maximum(tf.reduce_max(mask * tf.range(1, full_length + 1)), 1)
     if lengths is None:
         length = tf.minimum(-(-longest // LENGTH_BUCKET) * LENGTH_BUCKET, full_length)
     else:

@@ -168,6 +168,11 @@ def test_trim_padding_cuts_to_the_longest_sequence_rounded_up():
     np.testing.assert_array_equal(trimmed["padding_mask"], mask[:, :16])
     full = trim_padding({"padding_mask": np.ones((1, 12), bool)})
     assert full["padding_mask"].shape == (1, 12)
+    # A left-padded row (a client's ids, say) keeps every token.
+    left = np.zeros((2, 32), bool)
+    left[0, 20:23], left[1, :2] = True, True
+    np.testing.assert_array_equal(trim_padding({"padding_mask": left})["padding_mask"],
+                                  left[:, :24])
     # An empty batch (a client's `[0]` request) keeps its shape's rank.
     empty = trim_padding({"padding_mask": np.zeros((0, 12), bool)})
     assert empty["padding_mask"].shape == (0, 8)
