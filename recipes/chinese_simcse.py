@@ -22,7 +22,8 @@ whitening statistics) and `clean` (train split only; best step on valid).
 Results: `<output>/results.json`, `results.md` (a row per cell) and
 `su_table.md` (Su's layout: a row per model-pooling, a column per task, a
 table per split and their averages, as bojone/SimCSE's eval.py prints
-them); finished cells are skipped when rerun. `--postprocess
+them); finished cells are skipped when rerun. `--mteb-output DIR` also
+writes the cells as MTEB result files (a model per column). `--postprocess
 whitening,trained-whitening` adds c+w: column c's encoder whitened on its
 own vectors. With several GPUs the grid runs under MirroredStrategy.
 `--method` trains column c with another method of

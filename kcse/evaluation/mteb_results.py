@@ -29,6 +29,7 @@ renamed into place (`kcse.atomic_files`).
 import datetime
 import importlib.metadata
 import json
+import math
 import pathlib
 
 from kcse import atomic_files
@@ -190,12 +191,20 @@ def task_result(name, splits, existing=None):
 
 
 def split_scores(scores, version):
-    """MTEB's scores of one split (subset "default") from kcse's ×100 ones."""
+    """MTEB's scores of one split (subset "default") from kcse's ×100 ones.
+
+    An undefined Pearson (None or NaN: results.json's `null`) is written as
+    `null`, which mteb's loader reads; the Spearman (the main score) must
+    be a number.
+    """
     try:
-        spearman, pearson = float(scores["spearman"]) / 100, float(scores["pearson"]) / 100
+        spearman, pearson = float(scores["spearman"]) / 100, scores["pearson"]
+        pearson = None if pearson is None or math.isnan(pearson) else float(pearson) / 100
     except (KeyError, TypeError, ValueError):
         raise ValueError("scores must be a dict of evaluate_sts with 'spearman' and "
                          f"'pearson'; got {scores!r}") from None
+    if math.isnan(spearman):
+        raise ValueError(f"the Spearman is undefined (NaN); got {scores!r}")
     return {
         "pearson": pearson,
         "spearman": spearman,

@@ -118,6 +118,11 @@ def comparison_parser(doc, output, poolings=DEFAULT_POOLINGS, languages=None):
         group.add_argument("--show-published", action="store_true",
                            help="also print Su's whole published table for the tasks "
                            "(results.md shows his cell beside ours where he has the model)")
+        group.add_argument("--mteb-output", type=pathlib.Path, metavar="DIR",
+                           help="after the grid, also write its cells as MTEB result "
+                           "files (C-MTEB's ATEC, BQ, LCQMC, PAWSX, STSB; valid and "
+                           "test) in DIR, which mteb.ResultCache(DIR) reads: a model "
+                           "per column, <model>-<pooling>-raw, -whitening, -<method>")
     group.add_argument("--plot", action="store_true",
                        help="a PNG per cell: gold vs cosine, raw and trained "
                        "(needs matplotlib); with --diagnostics, a second one of them")
@@ -380,6 +385,8 @@ def check_comparison_arguments(args, method):
     for name in args.models:
         check_model(name, "--models", args.checkpoint_root)
     arguments.check_output(args.output, "--output", folder=True)
+    if getattr(args, "mteb_output", None) is not None:
+        arguments.check_output(args.mteb_output, "--mteb-output", folder=True)
     if args.plot and not _importable("matplotlib"):
         raise arguments.UsageError('--plot needs matplotlib: pip install -e ".[plot]"')
     check_method_arguments(method, args)
@@ -510,8 +517,23 @@ def run_recipe(prog, args, method_name):
     """`recipe_main`'s work once the arguments are checked; returns the
     `ResultStore` (exit 1 after the grid when cells failed)."""
     store, keys = run_grids(prog, [args], method_name)[0]
+    write_mteb_output(args, [(store, keys)])
     exit_for_failed_cells(prog, store, keys)
     return store
+
+
+def write_mteb_output(args, grids):
+    """`--mteb-output`: the finished cells of `grids` (`(store, keys)` of
+    each grid run) as MTEB result files (`kcse.experiments.mteb_cells`),
+    written by process 0 of a multi-process run."""
+    from kcse import distribution
+    from kcse.experiments.mteb_cells import write_cells_as_mteb
+
+    if getattr(args, "mteb_output", None) is None or not distribution.is_chief():
+        return
+    cells = [store.cells[key] for store, keys in grids for key in keys if key in store.cells]
+    folders = write_cells_as_mteb(args.mteb_output, cells)
+    print(f"MTEB results: {len(folders)} model(s) in {args.mteb_output / 'results'}")
 
 
 def run_grids(prog, runs, method_name):

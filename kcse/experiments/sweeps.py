@@ -312,6 +312,7 @@ def sweep_main(doc, output, argv=None, poolings=("last2avg",)):
     from kcse.experiments.command_line import finished_cells
     from kcse.experiments.command_line import one_line_stops
     from kcse.experiments.command_line import run_grids
+    from kcse.experiments.command_line import write_mteb_output
 
     parser = comparison_parser(doc, output, poolings)
     add_method_arguments(parser, ["consert"])
@@ -345,6 +346,7 @@ def sweep_main(doc, output, argv=None, poolings=("last2avg",)):
         written = write_sweep(args.output, sweep, values,
                               [(store, keys) for _, keys in results], args.tasks,
                               settings_text, plot=_has_matplotlib())
+        write_mteb_output(args, [(store, keys) for _, keys in results])
         print("wrote " + ", ".join(str(path) for path in written)
               + ("" if sweep.name != "views" or _has_matplotlib() else
                  " (no heatmap: it needs matplotlib, pip install -e \".[plot]\")"))

@@ -1,0 +1,97 @@
+"""A comparison grid's cells as MTEB result files, read back by mteb's own loader.
+
+The independent reference is the `mteb` package: `ResultCache.load_results`
+reads what kcse writes, and its scores must be results.json's ×100 numbers
+divided by 100.
+"""
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # mteb must not reach the hub.
+
+import pytest  # noqa: E402
+from mteb.cache import ResultCache  # noqa: E402
+
+from kcse.experiments import results  # noqa: E402
+from kcse.experiments.mteb_cells import cell_revision  # noqa: E402
+from kcse.experiments.mteb_cells import write_cells_as_mteb  # noqa: E402
+from results_cells import MODELS  # noqa: E402
+from results_cells import POOLINGS  # noqa: E402
+from results_cells import TASKS  # noqa: E402
+from results_cells import grid_cell  # noqa: E402
+from tiny_grid import read_strict_json  # noqa: E402
+from tiny_grid import recipe  # noqa: E402
+from tiny_grid import tiny_task_and_model  # noqa: E402
+
+MTEB_NAMES = {"ATEC": "ATEC", "BQ": "BQ", "LCQMC": "LCQMC", "PAWSX": "PAWSX", "STS-B": "STSB"}
+
+
+def load_back(folder):
+    """`{(model, revision): {task: TaskResult}}` as mteb's loader reads `folder`."""
+    loaded = ResultCache(folder).load_results(include_remote=False)
+    return {(model.model_name, model.model_revision):
+            {task.task_name: task for task in model.task_results}
+            for model in loaded.model_results}
+
+
+def test_each_column_of_each_finished_cell_is_a_model(tmp_path):
+    # The synthetic grid's SimCSE cells: 3 models x 4 poolings x 5 tasks,
+    # splits "test" and "dev" (no MTEB split: left out), some failed.
+    cells = [grid_cell(index, index)[1] for index in range(60)]
+    folders = write_cells_as_mteb(tmp_path, cells)
+    read = load_back(tmp_path)
+    assert len(folders) == len(read) == len(MODELS) * len(POOLINGS) * 3  # a, b, c
+    for cell in cells:
+        for column, suffix in (("raw", "raw"), ("whitening", "whitening"),
+                               ("trained", "simcse")):
+            name = f"{cell['model']}-{cell['pooling']}-{suffix}"
+            tasks = read[name, cell_revision(cell)]
+            if cell["status"] == results.FAILED:
+                assert MTEB_NAMES[cell["task"]] not in tasks
+                continue
+            stored = cell[column]["test"]
+            scores, = tasks[MTEB_NAMES[cell["task"]]].scores["test"]
+            assert list(tasks[MTEB_NAMES[cell["task"]]].scores) == ["test"]
+            assert scores["main_score"] == pytest.approx(stored["spearman"] / 100, abs=1e-12)
+            pearson = stored["pearson"]
+            assert scores["cosine_pearson"] == (
+                None if pearson != pearson else pytest.approx(pearson / 100, abs=1e-12))
+    assert sorted({task for tasks in read.values() for task in tasks}) == sorted(
+        MTEB_NAMES[task] for task in TASKS)
+
+
+def test_nothing_mteb_holds_writes_nothing(tmp_path):
+    cell = grid_cell(0, 0)[1]
+    only_train = {split: {"train": scores["test"]} for split, scores in (
+        ("raw", cell["raw"]), ("whitening", cell["whitening"]), ("trained", cell["trained"]))}
+    assert write_cells_as_mteb(tmp_path, [cell | only_train]) == []
+    assert not (tmp_path / "results").exists()
+
+
+def test_the_recipe_writes_its_grid_for_mtebs_loader(tmp_path, shared_data, capsys):
+    chinese_simcse = recipe("chinese_simcse")
+    model = tiny_task_and_model(tmp_path, shared_data)
+    (tmp_path / "a file").write_text("mine")
+    flags = ["--models", model, "--tasks", "STS-B", "--poolings", "P1",
+             "--data-dir", str(tmp_path / "data"), "--output", str(tmp_path / "out"),
+             "--sentences", "32", "--batch-size", "16", "--trained-splits", "valid,test"]
+    with pytest.raises(SystemExit) as stop:
+        chinese_simcse.main(flags + ["--mteb-output", str(tmp_path / "a file")])
+    assert stop.value.code == 2
+    error = capsys.readouterr().err
+    assert "--mteb-output" in error and "is a file" in error and error.count("\n") == 1
+    assert not (tmp_path / "out").exists()
+
+    chinese_simcse.main(flags + ["--mteb-output", str(tmp_path / "mteb")])
+    assert "MTEB results: 3 model(s)" in capsys.readouterr().out
+    cell, = read_strict_json(tmp_path / "out" / "results.json")["cells"].values()
+    read = load_back(tmp_path / "mteb")
+    revision = cell_revision(cell)
+    assert sorted(read) == [(f"tiny_bert-P1-{suffix}", revision)
+                            for suffix in ("raw", "simcse", "whitening")]
+    for column, suffix in (("raw", "raw"), ("whitening", "whitening"), ("trained", "simcse")):
+        stsb = read[f"tiny_bert-P1-{suffix}", revision]["STSB"]
+        for split, mteb_split in (("valid", "validation"), ("test", "test")):
+            scores, = stsb.scores[mteb_split]
+            assert scores["main_score"] == pytest.approx(
+                cell[column][split]["spearman"] / 100, abs=1e-12)
