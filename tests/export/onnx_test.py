@@ -50,7 +50,8 @@ def whitened(raw, texts):
                                 whitening=whitening, normalize=True)
 
 
-@pytest.mark.parametrize("family,pooling", [("bert", "P2"), ("bert", "P4"), ("nezha", "P1")])
+@pytest.mark.parametrize("family,pooling", [("bert", "P2"), ("bert", "P4"), ("nezha", "P1"),
+                                            ("roformer", "P3"), ("wobert", "P1")])
 def test_tiny_checkpoints_run_in_onnx_runtime_as_kcse(tmp_path, family, pooling):
     folder = write_family(tmp_path, family)
     texts = chinese_stsb_test_sentences()
