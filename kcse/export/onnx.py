@@ -265,7 +265,7 @@ def quantize_model(source, target, intermediate_dim):
     The feed-forward output projections (weights of `intermediate_dim`
     rows) stay float32: quantised too, multilingual-e5-small lost 1.04
     Spearman ×100 on the Chinese STS-B test (77.37 → 76.33) instead of 0.02
-    (77.35), for 1.30× instead of 1.15× the float32 model's speed.
+    (77.35); speeds in docs/serving_and_export.md.
     """
     import onnx
     from onnxruntime.quantization import QuantType

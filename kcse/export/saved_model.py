@@ -63,8 +63,8 @@ def export_saved_model(encoder, path, normalize=None, overwrite=True):
     `normalize` (default: the encoder's own `normalize`). Both cut each
     batch to its longest text, rounded up to 8 tokens, before the model, so
     a batch of short texts does not pay for the preprocessor's full length
-    (512 for e5). Each variable is stored once, so the SavedModel is about the size of the weights (Keras'
-    own `export` stores them twice). Prefixes a model expects (E5:
+    (512 for e5). Each variable is stored once, so the SavedModel is about
+    the size of the weights (Keras' own `export` stores them twice). Prefixes a model expects (E5:
     `"query: "`) are the client's to add, as with `encode`: the encoder's
     `prompts` are kept as the SavedModel's `prompts()` function
     (`tf.saved_model.load(path).prompts()` → `{"query": b"query: ", ...}`).
@@ -186,8 +186,8 @@ def embedding(encoder, features, normalize, output=OUTPUT, empty_batch_branch=Tr
     """`{output: float32 [batch, dim]}` of a batch of token features, in a graph.
 
     The encoder's vectors, L2-normalised when `normalize`. With `trim`, the
-    batch is first cut to its longest row rounded up to 8
-    (`kcse.compilation.trim_padding`): the preprocessor pads every batch to
+    batch is first cut after the last position its mask covers, rounded up
+    to 8 (`kcse.compilation.trim_padding`): the preprocessor pads every batch to
     its full length (512 for e5), most of it padding for short texts, and
     padding never changes a vector. With `empty_batch_branch`, an empty
     batch gives `[0, dim]` whatever the model does with it (CLS pooling
