@@ -11,20 +11,13 @@ only jieba, which the rule itself names. It is installed with
 `pip install --no-deps bert4keras==0.11.5` (its metadata asks for
 keras<=2.3.1; the tokenizer needs none of it).
 
-bert4keras runs in a child process: importing it patches `keras.backend`
-and registers global Keras custom objects (`gelu`, `swish`, ...), which must
-not leak into the other tests of a pytest worker; and the child's environment
-has no `TF_KERAS` (bert4keras cannot import under Keras 3 with it set).
-All calls are made in one child per module, whose answers the tests read.
+bert4keras runs in a child process (`bert4keras_reference`); all calls are
+made in one child per module, whose answers the tests read.
 """
 
 import collections
 import functools
-import json
-import os
 import pathlib
-import subprocess
-import sys
 import unicodedata
 
 import jieba
@@ -36,6 +29,7 @@ import tensorflow as tf
 
 from kcse.models.wobert.jieba_word_piece_tokenizer import JiebaWordPieceTokenizer
 from kcse.data import read_pairs
+from bert4keras_reference import run_bert4keras
 
 STSB = "senteval_cn/STS-B/STS-B.{}.data"
 
@@ -78,77 +72,6 @@ EXTRA_TOKENS = [
     "world", "it", "'", "1", "##2", "##3", "mail",
 ]  # fmt: skip
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-
-
-# ---------------------------------------------------------------------------
-# Reference: bert4keras' Tokenizer, in a child process.
-# ---------------------------------------------------------------------------
-BERT4KERAS_PIP = "pip install --no-deps bert4keras==0.11.5"
-
-# Reads {"vocab", "output", "jobs": {name: {"options", "method", "calls"}}}
-# from stdin; writes {"version", "token_dict", "results": {name: [...]}}.
-BERT4KERAS_CHILD = """
-import json, sys
-import bert4keras
-import jieba
-from bert4keras.tokenizers import Tokenizer, load_vocab
-
-request = json.load(sys.stdin)
-results = {}
-for name, job in request["jobs"].items():
-    tokenizer = Tokenizer(
-        request["vocab"],
-        pre_tokenize=lambda s: jieba.cut(s, HMM=False),
-        **job["options"],
-    )
-    method = getattr(tokenizer, job["method"])
-    results[name] = [method(*args, **kwargs) for args, kwargs in job["calls"]]
-with open(request["output"], "w", encoding="utf-8") as file:
-    json.dump(
-        {
-            "version": bert4keras.__version__,
-            "token_dict": load_vocab(request["vocab"]),
-            "results": results,
-        },
-        file,
-    )
-"""
-
-
-def run_bert4keras(vocab_file, jobs, output):
-    """Runs `jobs` with bert4keras' `Tokenizer` on `vocab_file` in a child.
-
-    `jobs` maps a name to `(options, method, calls)`: `Tokenizer` keyword
-    arguments (besides WoBERT's `pre_tokenize`), a method name and a list of
-    `(args, kwargs)`. Returns the child's answer (see `BERT4KERAS_CHILD`).
-    """
-    request = {
-        "vocab": str(vocab_file),
-        "output": str(output),
-        "jobs": {
-            name: {"options": options, "method": method, "calls": calls}
-            for name, (options, method, calls) in jobs.items()
-        },
-    }
-    env = {k: v for k, v in os.environ.items() if k != "TF_KERAS"}
-    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
-    env["CUDA_VISIBLE_DEVICES"] = ""
-    child = subprocess.run(
-        [sys.executable, "-c", BERT4KERAS_CHILD],
-        input=json.dumps(request),
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
-    assert child.returncode == 0, (
-        f"bert4keras failed (it is installed with `{BERT4KERAS_PIP}`):\n"
-        + child.stderr[-3000:]
-    )
-    with open(output, encoding="utf-8") as file:
-        answer = json.load(file)
-    assert answer["version"] == "0.11.5", answer["version"]
-    return answer
 
 
 # ---------------------------------------------------------------------------
@@ -243,8 +166,8 @@ def reference(corpus, vocab_file, tmp_path_factory):
       .encode(text)`.
     """
     sentences = corpus[0]
-    lower = {"do_lower_case": True}
-    cased = {"do_lower_case": False, "word_maxlen": 120}
+    lower = {"do_lower_case": True, "jieba": True}
+    cased = {"do_lower_case": False, "word_maxlen": 120, "jieba": True}
     inputs = {
         "tokenize": sentences,
         "encode": sentences,
