@@ -71,6 +71,7 @@ import sys
 import unicodedata
 
 from kcse.export.formats import UnsupportedExportError
+from kcse.models.huggingface_normalization import EXPORTED_TOKENIZER_FIELD
 
 # The longest word WordPiece cuts; longer ones are one unknown token.
 MAX_WORD_LENGTH = 100
@@ -84,8 +85,13 @@ SPECIAL_TOKEN_NAMES = ("cls_token", "sep_token", "pad_token", "mask_token")
 PLACEHOLDER_START = 0xF0000
 # What keras-hub's pre-tokenizer cuts words at and drops (its WHITESPACE_REGEX).
 CONTROL_AND_FORMAT = r"[\p{Cc}\p{Cf}]"
-# What bert4keras' rule (kcse's jieba tokenizer) drops: also U+FFFD.
+# What bert4keras' rule (kcse's Google and jieba tokenizers) drops: also U+FFFD.
 JIEBA_DROPPED = "[\\p{Cc}\\p{Cf}\ufffd]"
+# The same but tab, newline and carriage return, which separate words there.
+GOOGLE_DROPPED = "[\\x{0}-\\x{8}\\x{b}\\x{c}\\x{e}-\\x{1f}\\x{7f}-\\x{9f}\\p{Cf}\\x{fffd}]"
+# Python's `str.lower` makes a capital sigma that ends a word final (ς);
+# the `Lowercase` normalizer lowercases character by character (σ).
+FINAL_SIGMA = "(?<=[\\p{Lu}\\p{Ll}\\p{Lt}])\u03a3(?![\\p{Lu}\\p{Ll}\\p{Lt}])"
 # The transformers tokenizer that cuts with (r)jieba when it loads.
 JIEBA_TOKENIZER_CLASS = "RoFormerTokenizer"
 # How many of the 2,456 Chinese STS-B test sentences jieba with its HMM cuts as rjieba.
@@ -127,6 +133,13 @@ def is_jieba(tokenizer):
     from kcse.models.wobert.jieba_word_piece_tokenizer import JiebaWordPieceTokenizer
 
     return isinstance(tokenizer, JiebaWordPieceTokenizer)
+
+
+def is_google(tokenizer):
+    """Whether `tokenizer` cuts as bert4keras does (Google-format checkpoints)."""
+    from kcse.models.google_word_piece_tokenizer import GoogleWordPieceTokenizer
+
+    return isinstance(tokenizer, GoogleWordPieceTokenizer) and not is_jieba(tokenizer)
 
 
 def check_tokenizer(tokenizer):
@@ -202,6 +215,15 @@ def tokenizer_json(tokenizer):
              "strip_accents": bool(tokenizer.strip_accents),
              "lowercase": bool(tokenizer.lowercase)},
         ]
+    elif is_google(tokenizer):
+        # bert4keras: drop control and format characters, lowercase, then
+        # strip accents (BertNormalizer strips before it lowercases).
+        normalizers = [replace(GOOGLE_DROPPED, "", regex=True)]
+        if tokenizer.lowercase:
+            normalizers += [replace(FINAL_SIGMA, "\u03c2", regex=True), {"type": "Lowercase"}]
+        normalizers.append(
+            {"type": "BertNormalizer", "clean_text": False, "handle_chinese_chars": True,
+             "strip_accents": bool(tokenizer.strip_accents), "lowercase": False})
     else:
         normalizers = [
             replace(CONTROL_AND_FORMAT, " ", regex=True),
@@ -274,6 +296,8 @@ def tokenizer_files(tokenizer, sequence_length):
         "strip_accents": bool(tokenizer.strip_accents),
         **tokens,
     }
+    if is_google(tokenizer) or is_jieba(tokenizer):
+        config[EXPORTED_TOKENIZER_FIELD] = type(tokenizer).__name__
     return {
         TOKENIZER_FILE: json.dumps(tokenizer_json(tokenizer), ensure_ascii=False) + "\n",
         TOKENIZER_CONFIG_FILE: json.dumps(config, indent=2, ensure_ascii=False) + "\n",

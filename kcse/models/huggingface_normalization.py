@@ -21,3 +21,40 @@ def match_huggingface_normalization(tokenizer, folder):
     lowercase = config.get("do_lower_case", False)
     strip_accents = config.get("strip_accents")
     tokenizer.strip_accents = lowercase if strip_accents is None else strip_accents
+
+
+# The `tokenizer_config.json` field naming the kcse tokenizer a folder was
+# exported with, when it is not keras-hub's (the bert4keras cut).
+EXPORTED_TOKENIZER_FIELD = "kcse_tokenizer"
+
+
+def exported_tokenizer(preprocessor, folder):
+    """The preprocessor of a folder kcse exported, cutting as the encoder did.
+
+    keras-hub reads a folder's `vocab.txt` into its own `BertTokenizer`,
+    which folds full-width forms ("，" → ","); a folder exported from a
+    Google-format checkpoint names `GoogleWordPieceTokenizer` or
+    `JiebaWordPieceTokenizer` in `tokenizer_config.json`'s `kcse_tokenizer`,
+    and is read back with that tokenizer. Other folders keep `preprocessor`.
+    """
+    config_path = pathlib.Path(folder) / "tokenizer_config.json"
+    if not config_path.is_file():
+        return preprocessor
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    name = config.get(EXPORTED_TOKENIZER_FIELD)
+    if name is None:
+        return preprocessor
+    import keras_hub
+
+    from kcse.models.google_word_piece_tokenizer import GoogleWordPieceTokenizer
+    from kcse.models.wobert.jieba_word_piece_tokenizer import JiebaWordPieceTokenizer
+
+    classes = {cls.__name__: cls for cls in (GoogleWordPieceTokenizer, JiebaWordPieceTokenizer)}
+    if name not in classes:
+        raise ValueError(f"{config_path}: {EXPORTED_TOKENIZER_FIELD} {name!r} is not one of "
+                         f"{sorted(classes)}")
+    tokenizer = classes[name](
+        vocabulary=preprocessor.tokenizer.get_vocabulary(),
+        lowercase=config.get("do_lower_case", True), strip_accents=config.get("strip_accents"))
+    return keras_hub.models.BertTextEmbedderPreprocessor(
+        tokenizer, sequence_length=preprocessor.sequence_length)

