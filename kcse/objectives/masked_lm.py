@@ -10,6 +10,28 @@ else stays. The encoder runs on the masked rows, an MLM head (BERT's
 `BertLMPredictionHead`) predicts every position, and the cross-entropy is
 averaged over the chosen tokens only.
 
+The head is theirs as they run it, untied and new. `BertForCL.__init__`
+builds `self.lm_head = BertLMPredictionHead(config)` and `cl_init` draws it
+with `init_weights()` (BERT's `_init_weights`: Linear weights normal(0,
+`initializer_range` 0.02), biases zero, LayerNorm weight one and bias zero).
+`from_pretrained` then fills only the parameters whose names match the
+checkpoint's: a BERT checkpoint names its head `cls.predictions.*`, so
+`lm_head.*` stays as drawn (transformers lists it among the "newly
+initialized" weights, and `cls.predictions.*` among the unused ones). Nor
+is the decoder tied to the token embedding: `tie_weights` ties only
+`get_output_embeddings()`, which `BertForCL` does not define; transformers
+4.2.1 (the version their requirements pin) returns None for it, and 4.57's
+default returns the whole `lm_head`, on which tying sets an attribute
+`forward` never reads, while `lm_head.decoder.weight` stays its own matrix.
+So the transform (Dense + GELU + LayerNorm), the decoder (hidden → vocabulary)
+and its bias all start new and train apart from the embedding. Their
+`RobertaForCL` differs: `RobertaLMHead` is named `lm_head` in RoBERTa
+checkpoints too, so it loads pretrained; kcse draws every head new, as
+`BertForCL`, the class of BERT-layout checkpoints, does. The loss is
+`cl_forward`'s: `loss + mlm_weight * CrossEntropyLoss()(scores, labels)` with
+the labels of unchosen tokens -100 (`--mlm_weight` 0.1, `--mlm_probability`
+0.15 in `train.py`).
+
 Example:
 ```python
 import numpy as np
@@ -21,6 +43,10 @@ masked_ids, chosen = mask_tokens(ids, padding, special_ids=[0, 1, 2, 3, 4],
                                  mask_id=4, vocabulary_size=40, probability=0.5,
                                  seed=1)
 assert not np.asarray(chosen)[0, [0, 4, 5]].any()  # never [CLS], [SEP], padding
+
+from kcse.objectives.masked_lm import masked_lm_head
+head = masked_lm_head(vocabulary_size=40, hidden_dim=8)  # untied, new
+head(np.zeros((1, 6, 8)), mask_positions=np.arange(6)[None]).shape  # (1, 6, 40)
 ```
 """
 
@@ -40,14 +66,14 @@ RANDOM_FRACTION_OF_REST = 0.5
 
 def mlm_problem(encoder):
     """Why the MLM loss cannot train `encoder`, or None: it masks with the
-    preprocessor's tokenizer ([MASK]) and predicts tokens with the token
-    embedding transposed."""
+    preprocessor's tokenizer ([MASK]) and predicts the backbone's
+    vocabulary (the size of its token embedding)."""
     tokenizer = getattr(encoder.preprocessor, "tokenizer", None)
     if getattr(tokenizer, "mask_token_id", None) is None:
         return "the MLM loss needs the encoder's preprocessor with a [MASK] token; it has none"
-    if not isinstance(token_embedding(encoder.backbone), keras.layers.ReversibleEmbedding):
-        return (f"the MLM loss predicts tokens with the token embedding transposed; "
-                f"{type(encoder.backbone).__name__} has no reversible token embedding")
+    if token_embedding(encoder.backbone) is None:
+        return (f"the MLM loss predicts the backbone's vocabulary; "
+                f"{type(encoder.backbone).__name__} has no token embedding")
     return None
 
 
@@ -91,21 +117,22 @@ def mask_tokens(token_ids, padding_mask, special_ids, mask_id, vocabulary_size,
     return masked, chosen
 
 
-def masked_lm_head(backbone, name="mlm_head"):
-    """BERT's `BertLMPredictionHead` as keras-hub's `MaskedLMHead`: Dense
-    (exact GELU) and LayerNorm (ε 1e-12) of the hidden width, then the
-    token embedding transposed (tied, as BERT ties it) plus a bias per
-    token. New weights drawn as BERT's `_init_weights`: normal(0, 0.02)
-    kernel, zero biases, LayerNorm at one and zero."""
-    embedding = token_embedding(backbone)  # Reversible: see `mlm_problem`.
+def masked_lm_head(vocabulary_size, hidden_dim, name="mlm_head"):
+    """princeton-nlp/SimCSE's MLM head, transformers' `BertLMPredictionHead`
+    as `BertForCL` runs it (see the module): keras-hub's `MaskedLMHead`
+    without a token embedding, so Dense (exact GELU) and LayerNorm (ε 1e-12)
+    of `hidden_dim`, then its own decoder `(hidden_dim, vocabulary_size)`
+    plus a bias per token, untied from the embedding. Drawn as BERT's
+    `_init_weights`: normal(0, 0.02) kernels, zero biases, LayerNorm at one
+    and zero."""
     head = keras_hub.layers.MaskedLMHead(
-        token_embedding=embedding,
+        vocabulary_size=vocabulary_size,
         intermediate_activation="gelu",  # keras: approximate=False, HF's "gelu".
         layer_norm_epsilon=1e-12,
         kernel_initializer=keras.initializers.RandomNormal(stddev=INITIALIZER_RANGE),
         name=name,
     )
-    head.build((None, None, embedding.output_dim))
+    head.build((None, None, hidden_dim))
     return head
 
 
