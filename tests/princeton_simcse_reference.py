@@ -3,8 +3,9 @@
 Transcribed from `simcse/models.py` (commit 49fa580): `MLPLayer`,
 `Similarity` and `cl_forward` for the unsupervised batch (two views per
 sentence, one device), with its MLM branch on the head their `BertForCL`
-runs for `--do_mlm`: HF transformers' own `BertLMPredictionHead`, built and
-loaded by `BertForCL.from_pretrained` from a BERT checkpoint. It uses torch
+runs for `--do_mlm`: HF transformers' own `BertLMPredictionHead`, built by
+`BertForCL.from_pretrained` from a BERT checkpoint and loaded as `train.py`
+loads it. It uses torch
 and transformers only, nothing of kcse, so a mistake in kcse cannot be
 copied into the expected value; kcse gives it only the pooled vectors, the
 encoder's states of the masked rows and the MLP's weights to load.
@@ -73,23 +74,41 @@ class BertForCL(BertPreTrainedModel):
         self.lm_head = BertLMPredictionHead(config)
         self.init_weights()
 
+    def get_output_embeddings(self):
+        # transformers 4.2.1's (their requirements.txt): None, so nothing is
+        # tied. Later versions return `lm_head` for a model that has one, and
+        # tying then adds an `lm_head.weight` that `forward` never reads.
+        return None
+
 
 def bert_for_cl(folder, vocabulary_size, hidden_size, seed=0):
     """`(model, loading_info, checkpoint)`: `BertForCL.from_pretrained(
     folder)` (float32; transformers draws anew what the checkpoint does
-    not name), after `folder` receives a random
-    `BertForPreTraining` of this size (a BERT checkpoint: its pretrained
-    head under `cls.predictions.*`, as Google's and HF's BERTs have it),
-    returned as `checkpoint`."""
+    not name), after `folder` receives a random `BertForPreTraining` of this
+    size (a BERT checkpoint: its pretrained head under `cls.predictions.*`,
+    as Google's and HF's BERTs have it), returned as `checkpoint`."""
     torch.manual_seed(seed)
     config = BertConfig(vocab_size=vocabulary_size, hidden_size=hidden_size,
                         num_hidden_layers=1, num_attention_heads=2,
                         intermediate_size=2 * hidden_size, hidden_act="gelu",
                         layer_norm_eps=1e-12)
     checkpoint = BertForPreTraining(config)
+    head = checkpoint.cls.predictions  # Pretrained: unlike a new one.
+    with torch.no_grad():
+        for parameter in [*head.transform.parameters(), head.bias]:
+            parameter.add_(torch.randn_like(parameter))
     checkpoint.save_pretrained(folder)
     model, info = BertForCL.from_pretrained(folder, output_loading_info=True)
     return model, info, checkpoint
+
+
+def load_pretrained_lm_head(model, folder):
+    """`train.py` for `--do_mlm` with a BERT model, after `from_pretrained`:
+    `pretrained_model = BertForPreTraining.from_pretrained(folder)`,
+    `model.lm_head.load_state_dict(pretrained_model.cls.predictions.
+    state_dict())`."""
+    pretrained_model = BertForPreTraining.from_pretrained(folder)
+    model.lm_head.load_state_dict(pretrained_model.cls.predictions.state_dict())
 
 
 def prediction_scores(lm_head, last_hidden_state):

@@ -10,27 +10,32 @@ else stays. The encoder runs on the masked rows, an MLM head (BERT's
 `BertLMPredictionHead`) predicts every position, and the cross-entropy is
 averaged over the chosen tokens only.
 
-The head is theirs as they run it, untied and new. `BertForCL.__init__`
+The head is `BertLMPredictionHead` as their `train.py` runs it: untied, its
+decoder starting as a copy of the token embedding. `BertForCL.__init__`
 builds `self.lm_head = BertLMPredictionHead(config)` and `cl_init` draws it
 with `init_weights()` (BERT's `_init_weights`: Linear weights normal(0,
-`initializer_range` 0.02), biases zero, LayerNorm weight one and bias zero).
-`from_pretrained` then fills only the parameters whose names match the
-checkpoint's: a BERT checkpoint names its head `cls.predictions.*`, so
-`lm_head.*` stays as drawn (transformers lists it among the "newly
-initialized" weights, and `cls.predictions.*` among the unused ones). Nor
-is the decoder tied to the token embedding: `tie_weights` ties only
-`get_output_embeddings()`, which `BertForCL` does not define; transformers
-4.2.1 (the version their requirements pin) returns None for it, and 4.57's
-default returns the whole `lm_head`, on which tying sets an attribute
-`forward` never reads, while `lm_head.decoder.weight` stays its own matrix.
-So the transform (Dense + GELU + LayerNorm), the decoder (hidden → vocabulary)
-and its bias all start new and train apart from the embedding. Their
-`RobertaForCL` differs: `RobertaLMHead` is named `lm_head` in RoBERTa
-checkpoints too, so it loads pretrained; kcse draws every head new, as
-`BertForCL`, the class of BERT-layout checkpoints, does. The loss is
-`cl_forward`'s: `loss + mlm_weight * CrossEntropyLoss()(scores, labels)` with
-the labels of unchosen tokens -100 (`--mlm_weight` 0.1, `--mlm_probability`
-0.15 in `train.py`).
+`initializer_range` 0.02), biases zero, LayerNorm at one and zero).
+`from_pretrained` alone leaves that draw: a BERT checkpoint names its head
+`cls.predictions.*`, not `lm_head.*` (transformers lists `lm_head.*` as
+"newly initialized"). But `train.py` then loads it, for `--do_mlm` with a
+BERT model: `model.lm_head.load_state_dict(BertForPreTraining.
+from_pretrained(...).cls.predictions.state_dict())` (line 373 at 49fa580,
+there since `train.py`'s first commit). So their head starts as the
+checkpoint's pretrained head, transform, LayerNorm and output bias; its
+decoder weight is the pretrained one, which `BertForPreTraining` ties to
+the token embedding, copied by value into `lm_head.decoder.weight`, a
+parameter of its own. Nothing ties it afterwards: `tie_weights` ties only
+`get_output_embeddings()`, which `BertForCL` does not define and
+transformers 4.2.1 (the version their requirements pin) returns as None.
+The decoder and the embedding start equal and train apart. (`RobertaForCL`'s
+`lm_head` loads from RoBERTa checkpoints by name: the same outcome.)
+
+kcse does the same for the decoder, an untied copy of the token embedding,
+and draws the transform, LayerNorm and output bias as `_init_weights` draws
+them: kcse's backbones do not carry a checkpoint's pretrained MLM head, so
+there it differs from their first step. The loss is `cl_forward`'s:
+`loss + mlm_weight * CrossEntropyLoss()(scores, labels)` with the labels of
+unchosen tokens -100 (`--mlm_weight` 0.1, `--mlm_probability` 0.15).
 
 Example:
 ```python
@@ -44,8 +49,11 @@ masked_ids, chosen = mask_tokens(ids, padding, special_ids=[0, 1, 2, 3, 4],
                                  seed=1)
 assert not np.asarray(chosen)[0, [0, 4, 5]].any()  # never [CLS], [SEP], padding
 
+import keras
 from kcse.objectives.masked_lm import masked_lm_head
-head = masked_lm_head(vocabulary_size=40, hidden_dim=8)  # untied, new
+embedding = keras.layers.Embedding(40, 8)
+embedding.build()
+head = masked_lm_head(embedding)  # decoder: a copy of the table, untied
 head(np.zeros((1, 6, 8)), mask_positions=np.arange(6)[None]).shape  # (1, 6, 40)
 ```
 """
@@ -66,14 +74,17 @@ RANDOM_FRACTION_OF_REST = 0.5
 
 def mlm_problem(encoder):
     """Why the MLM loss cannot train `encoder`, or None: it masks with the
-    preprocessor's tokenizer ([MASK]) and predicts the backbone's
-    vocabulary (the size of its token embedding)."""
+    preprocessor's tokenizer ([MASK]) and its head's decoder starts as a
+    copy of the backbone's token embedding, of the backbone's width."""
     tokenizer = getattr(encoder.preprocessor, "tokenizer", None)
     if getattr(tokenizer, "mask_token_id", None) is None:
         return "the MLM loss needs the encoder's preprocessor with a [MASK] token; it has none"
-    if token_embedding(encoder.backbone) is None:
-        return (f"the MLM loss predicts the backbone's vocabulary; "
-                f"{type(encoder.backbone).__name__} has no token embedding")
+    backbone = encoder.backbone
+    embedding = token_embedding(backbone)
+    if embedding is None or embedding.output_dim != backbone.hidden_dim:
+        return (f"the MLM head's decoder starts as a copy of the token embedding; "
+                f"{type(backbone).__name__} has no token embedding of its width "
+                f"{backbone.hidden_dim}")
     return None
 
 
@@ -117,22 +128,23 @@ def mask_tokens(token_ids, padding_mask, special_ids, mask_id, vocabulary_size,
     return masked, chosen
 
 
-def masked_lm_head(vocabulary_size, hidden_dim, name="mlm_head"):
-    """princeton-nlp/SimCSE's MLM head, transformers' `BertLMPredictionHead`
-    as `BertForCL` runs it (see the module): keras-hub's `MaskedLMHead`
-    without a token embedding, so Dense (exact GELU) and LayerNorm (ε 1e-12)
-    of `hidden_dim`, then its own decoder `(hidden_dim, vocabulary_size)`
-    plus a bias per token, untied from the embedding. Drawn as BERT's
-    `_init_weights`: normal(0, 0.02) kernels, zero biases, LayerNorm at one
-    and zero."""
+def masked_lm_head(embedding, name="mlm_head"):
+    """princeton-nlp/SimCSE's MLM head as their `train.py` runs it (see the
+    module): keras-hub's `MaskedLMHead` with a decoder of its own, Dense
+    (exact GELU) and LayerNorm (ε 1e-12) of the embedding's width, then the
+    decoder `(width, vocabulary)` plus a bias per token. The decoder starts
+    as a copy of `embedding`'s table (a `keras.layers.Embedding`), untied;
+    the rest is drawn as BERT's `_init_weights`: normal(0, 0.02) kernel,
+    zero biases, LayerNorm at one and zero."""
     head = keras_hub.layers.MaskedLMHead(
-        vocabulary_size=vocabulary_size,
+        vocabulary_size=embedding.input_dim,
         intermediate_activation="gelu",  # keras: approximate=False, HF's "gelu".
         layer_norm_epsilon=1e-12,
         kernel_initializer=keras.initializers.RandomNormal(stddev=INITIALIZER_RANGE),
         name=name,
     )
-    head.build((None, None, hidden_dim))
+    head.build((None, None, embedding.output_dim))
+    head._kernel.assign(ops.transpose(ops.cast(embedding.embeddings, head._kernel.dtype)))
     return head
 
 

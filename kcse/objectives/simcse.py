@@ -52,14 +52,15 @@ class SimCSE(EncoderObjective):
     (`kcse.objectives.masked_lm`: `mlm_probability` 0.15 of the tokens that
     are not special or [UNK]; 80% [MASK], 10% a random token, 10% kept),
     encoded again, and a BERT MLM head predicts the chosen tokens: their
-    `BertLMPredictionHead` as `BertForCL` runs it (keras-hub's
+    `BertLMPredictionHead` as their `train.py` runs it (keras-hub's
     `MaskedLMHead`: Dense + GELU + LayerNorm, then a decoder to the
-    vocabulary plus a bias), untied from the token embedding and new, drawn
-    as BERT's `_init_weights` (their `from_pretrained` leaves `lm_head`
-    unfilled by the checkpoint's `cls.predictions`:
-    `kcse.objectives.masked_lm`). The head belongs to the objective. The
-    whole token embedding trains (random replacements come from the
-    whole vocabulary). Under a
+    vocabulary plus a bias), untied: the decoder starts as a copy of the
+    token embedding and trains apart from it. Where princeton loads the
+    checkpoint's pretrained transform, LayerNorm and bias
+    (`cls.predictions`), kcse draws them as BERT's `_init_weights`
+    (`kcse.objectives.masked_lm`). The head belongs to the objective. The
+    whole token embedding trains (random replacements come from the whole
+    vocabulary). Under a
     `tf.distribute` strategy each replica averages over its own chosen
     tokens, as their multi-GPU runs do.
 
@@ -78,7 +79,7 @@ class SimCSE(EncoderObjective):
     no negatives) and leaves out a last in-memory batch of one sentence.
     With `mlm_weight > 0`, building raises `ValueError` for an encoder
     without a preprocessor whose tokenizer has [MASK], or without a
-    token embedding.
+    token embedding of the backbone's width.
 
     Example:
 
@@ -138,9 +139,7 @@ class SimCSE(EncoderObjective):
             tokenizer = encoder.preprocessor.tokenizer
             self.special_ids = special_token_ids(tokenizer)
             self.mask_id = tokenizer.mask_token_id
-            self.mlm_head = masked_lm_head(
-                token_embedding(encoder.backbone).input_dim, encoder.backbone.hidden_dim
-            )
+            self.mlm_head = masked_lm_head(token_embedding(encoder.backbone))
             self.mask_seed = keras.random.SeedGenerator(seed)
         self.objective_loss = SimCSELoss(temperature, negatives)
 

@@ -22,6 +22,7 @@ from princeton_simcse_reference import cl_forward_loss
 from masked_lm_test import load_hf_head
 from princeton_simcse_reference import bert_for_cl
 from princeton_simcse_reference import cl_forward_mlm_loss
+from princeton_simcse_reference import load_pretrained_lm_head
 from princeton_simcse_reference import mlp_layer
 
 
@@ -231,17 +232,21 @@ def test_mlm_loss_is_princeton_cl_forward_with_its_mlm_branch(tmp_path):
     """The fit loss with `mlm_weight=0.1` on masks set by the test: the
     contrastive loss plus 0.1 × the MLM cross-entropy. Reference:
     princeton-nlp/SimCSE `cl_forward` (tests/princeton_simcse_reference.py)
-    with the `lm_head` their `BertForCL.from_pretrained` runs (transformers'
-    `BertLMPredictionHead`, drawn by transformers; its weights loaded into
-    the objective's head), on the encoder's states of the masked rows (both
-    copies of each sentence, masked independently).
+    with the `lm_head` their `train.py` runs (transformers'
+    `BertLMPredictionHead` of `BertForCL.from_pretrained`, loaded with a
+    checkpoint's pretrained head; its weights loaded into the objective's
+    head), on the encoder's states of the masked rows (both copies of each
+    sentence, masked independently).
 
-    The head is untied: in the step its decoder trains apart from the token
-    embedding (the columns of tokens the batch never uses change, their
-    embedding rows do not)."""
+    The head is untied: its decoder starts as a copy of the token embedding
+    and trains apart from it (in the step the columns of tokens the batch
+    never uses change, their embedding rows do not)."""
     simcse = make_simcse(negatives="cross_view", mlm_weight=0.1)
+    embedding = simcse.encoder.backbone.token_embedding.embeddings
+    np.testing.assert_array_equal(np.array(simcse.mlm_head._kernel), np.array(embedding).T)
     simcse.mask_tokens = fixed_masks
     reference, _, _ = bert_for_cl(tmp_path, vocabulary_size=40, hidden_size=8)
+    load_pretrained_lm_head(reference, tmp_path)
     load_hf_head(simcse.mlm_head, reference.lm_head)
     features = {k: np.asarray(v) for k, v in simcse.preprocessor(SENTENCES).items()}
     rows = {k: np.concatenate([v, v]) for k, v in features.items()}
@@ -251,7 +256,6 @@ def test_mlm_loss_is_princeton_cl_forward_with_its_mlm_branch(tmp_path):
     labels = np.where(chosen, rows["token_ids"], -100)
     mlm = cl_forward_mlm_loss(states, labels, reference.lm_head)
     contrastive = cl_forward_loss(eval_views(simcse.encoder), 0.05)
-    embedding = simcse.encoder.backbone.token_embedding.embeddings
     table, decoder = np.array(embedding), np.array(simcse.mlm_head._kernel)
     loss, _ = one_step(simcse, SENTENCES)
     np.testing.assert_allclose(loss, contrastive + 0.1 * mlm, atol=1e-5)
