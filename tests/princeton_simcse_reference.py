@@ -2,17 +2,24 @@
 
 Transcribed from `simcse/models.py` (commit 49fa580): `MLPLayer`,
 `Similarity` and `cl_forward` for the unsupervised batch (two views per
-sentence, one device), with its MLM branch on HF transformers' own
-`BertLMPredictionHead` (the head `BertForCL` builds for `--do_mlm`). It
-uses torch and transformers only, nothing of kcse, so a mistake in kcse
-cannot be copied into the expected value; kcse gives it only the pooled
-vectors, the encoder's states of the masked rows and the weights to load.
+sentence, one device), with its MLM branch on the head their `BertForCL`
+runs for `--do_mlm`: HF transformers' own `BertLMPredictionHead`, built by
+`BertForCL.from_pretrained` from a BERT checkpoint and loaded as `train.py`
+loads it. It uses torch
+and transformers only, nothing of kcse, so a mistake in kcse cannot be
+copied into the expected value; kcse gives it only the pooled vectors, the
+encoder's states of the masked rows and the MLP's weights to load.
 """
+
+import copy
 
 import numpy as np
 import torch
 from torch import nn
 from transformers import BertConfig
+from transformers import BertForPreTraining
+from transformers import BertModel
+from transformers import BertPreTrainedModel
 from transformers.models.bert.modeling_bert import BertLMPredictionHead
 
 
@@ -54,36 +61,69 @@ def cl_forward_loss(pooler_output, temperature=0.05, mlp=None):
         return float(nn.CrossEntropyLoss()(cos_sim, labels))
 
 
-def lm_prediction_head(dense_kernel, dense_bias, gamma, beta, embeddings, output_bias,
-                       hidden_act="gelu"):
-    """transformers' `BertLMPredictionHead` (float64) holding Keras weights:
-    the transform's Dense (kernel (in, out)) and LayerNorm, the decoder =
-    the token embedding table `(vocab, hidden)`, and the output bias."""
-    vocabulary, hidden = np.shape(embeddings)
-    config = BertConfig(vocab_size=vocabulary, hidden_size=hidden, hidden_act=hidden_act,
+class BertForCL(BertPreTrainedModel):
+    """`simcse/models.py` `BertForCL.__init__` with `--do_mlm`, the modules
+    its MLM branch runs: `self.bert = BertModel(config,
+    add_pooling_layer=False)`, `self.lm_head = BertLMPredictionHead(config)`,
+    then `cl_init`'s `init_weights()` (its pooler, MLP and `Similarity` are
+    left out: no parameters of the MLM branch)."""
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.bert = BertModel(config, add_pooling_layer=False)
+        self.lm_head = BertLMPredictionHead(config)
+        self.init_weights()
+
+    def get_output_embeddings(self):
+        # transformers 4.2.1's (their requirements.txt): None, so nothing is
+        # tied. Later versions return `lm_head` for a model that has one, and
+        # tying then adds an `lm_head.weight` that `forward` never reads.
+        return None
+
+
+def bert_for_cl(folder, vocabulary_size, hidden_size, seed=0):
+    """`(model, loading_info, checkpoint)`: `BertForCL.from_pretrained(
+    folder)` (float32; transformers draws anew what the checkpoint does
+    not name), after `folder` receives a random `BertForPreTraining` of this
+    size (a BERT checkpoint: its pretrained head under `cls.predictions.*`,
+    as Google's and HF's BERTs have it), returned as `checkpoint`."""
+    torch.manual_seed(seed)
+    config = BertConfig(vocab_size=vocabulary_size, hidden_size=hidden_size,
+                        num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=2 * hidden_size, hidden_act="gelu",
                         layer_norm_eps=1e-12)
-    head = BertLMPredictionHead(config).double()
-
-    def tensor(array):
-        return torch.from_numpy(np.asarray(array, "float64"))
-
+    checkpoint = BertForPreTraining(config)
+    head = checkpoint.cls.predictions  # Pretrained: unlike a new one.
     with torch.no_grad():
-        head.transform.dense.weight.copy_(tensor(dense_kernel).T)
-        head.transform.dense.bias.copy_(tensor(dense_bias))
-        head.transform.LayerNorm.weight.copy_(tensor(gamma))
-        head.transform.LayerNorm.bias.copy_(tensor(beta))
-        head.decoder.weight.copy_(tensor(embeddings))
-        head.bias.copy_(tensor(output_bias))
-    return head
+        for parameter in [*head.transform.parameters(), head.bias]:
+            parameter.add_(torch.randn_like(parameter))
+    checkpoint.save_pretrained(folder)
+    model, info = BertForCL.from_pretrained(folder, output_loading_info=True)
+    return model, info, checkpoint
+
+
+def load_pretrained_lm_head(model, folder):
+    """`train.py` for `--do_mlm` with a BERT model, after `from_pretrained`:
+    `pretrained_model = BertForPreTraining.from_pretrained(folder)`,
+    `model.lm_head.load_state_dict(pretrained_model.cls.predictions.
+    state_dict())`."""
+    pretrained_model = BertForPreTraining.from_pretrained(folder)
+    model.lm_head.load_state_dict(pretrained_model.cls.predictions.state_dict())
+
+
+def prediction_scores(lm_head, last_hidden_state):
+    """`cl_forward`'s `prediction_scores = cls.lm_head(mlm_outputs.
+    last_hidden_state)`, on a float64 copy of `lm_head`."""
+    states = torch.from_numpy(np.asarray(last_hidden_state, "float64"))
+    with torch.no_grad():
+        return copy.deepcopy(lm_head).double()(states)
 
 
 def cl_forward_mlm_loss(last_hidden_state, mlm_labels, lm_head):
-    """`cl_forward`'s MLM branch: `prediction_scores = cls.lm_head(
-    mlm_outputs.last_hidden_state)`, `CrossEntropyLoss()(scores.view(-1,
-    vocab_size), mlm_labels.view(-1))` with the labels of unchosen tokens
-    -100 (the collator's `labels[~masked_indices] = -100`)."""
-    states = torch.from_numpy(np.asarray(last_hidden_state, "float64"))
+    """`cl_forward`'s MLM branch: `prediction_scores`, then
+    `CrossEntropyLoss()(prediction_scores.view(-1, vocab_size),
+    mlm_labels.view(-1))` with the labels of unchosen tokens -100 (the
+    collator's `labels[~masked_indices] = -100`)."""
+    scores = prediction_scores(lm_head, last_hidden_state)
     labels = torch.from_numpy(np.asarray(mlm_labels, "int64"))
-    with torch.no_grad():
-        scores = lm_head(states)
-        return float(nn.CrossEntropyLoss()(scores.view(-1, scores.size(-1)), labels.view(-1)))
+    return float(nn.CrossEntropyLoss()(scores.view(-1, scores.size(-1)), labels.view(-1)))

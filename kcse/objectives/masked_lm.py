@@ -10,6 +10,33 @@ else stays. The encoder runs on the masked rows, an MLM head (BERT's
 `BertLMPredictionHead`) predicts every position, and the cross-entropy is
 averaged over the chosen tokens only.
 
+The head is `BertLMPredictionHead` as their `train.py` runs it: untied, its
+decoder starting as a copy of the token embedding. `BertForCL.__init__`
+builds `self.lm_head = BertLMPredictionHead(config)` and `cl_init` draws it
+with `init_weights()` (BERT's `_init_weights`: Linear weights normal(0,
+`initializer_range` 0.02), biases zero, LayerNorm at one and zero).
+`from_pretrained` alone leaves that draw: a BERT checkpoint names its head
+`cls.predictions.*`, not `lm_head.*` (transformers lists `lm_head.*` as
+"newly initialized"). But `train.py` then loads it, for `--do_mlm` with a
+BERT model: `model.lm_head.load_state_dict(BertForPreTraining.
+from_pretrained(...).cls.predictions.state_dict())` (line 373 at 49fa580,
+there since `train.py`'s first commit). So their head starts as the
+checkpoint's pretrained head, transform, LayerNorm and output bias; its
+decoder weight is the pretrained one, which `BertForPreTraining` ties to
+the token embedding, copied by value into `lm_head.decoder.weight`, a
+parameter of its own. Nothing ties it afterwards: `tie_weights` ties only
+`get_output_embeddings()`, which `BertForCL` does not define and
+transformers 4.2.1 (the version their requirements pin) returns as None.
+The decoder and the embedding start equal and train apart. (`RobertaForCL`'s
+`lm_head` loads from RoBERTa checkpoints by name: the same outcome.)
+
+kcse does the same for the decoder, an untied copy of the token embedding,
+and draws the transform, LayerNorm and output bias as `_init_weights` draws
+them: kcse's backbones do not carry a checkpoint's pretrained MLM head, so
+there it differs from their first step. The loss is `cl_forward`'s:
+`loss + mlm_weight * CrossEntropyLoss()(scores, labels)` with the labels of
+unchosen tokens -100 (`--mlm_weight` 0.1, `--mlm_probability` 0.15).
+
 Example:
 ```python
 import numpy as np
@@ -21,6 +48,13 @@ masked_ids, chosen = mask_tokens(ids, padding, special_ids=[0, 1, 2, 3, 4],
                                  mask_id=4, vocabulary_size=40, probability=0.5,
                                  seed=1)
 assert not np.asarray(chosen)[0, [0, 4, 5]].any()  # never [CLS], [SEP], padding
+
+import keras
+from kcse.objectives.masked_lm import masked_lm_head
+embedding = keras.layers.Embedding(40, 8)
+embedding.build()
+head = masked_lm_head(embedding)  # decoder: a copy of the table, untied
+head(np.zeros((1, 6, 8)), mask_positions=np.arange(6)[None]).shape  # (1, 6, 40)
 ```
 """
 
@@ -40,14 +74,17 @@ RANDOM_FRACTION_OF_REST = 0.5
 
 def mlm_problem(encoder):
     """Why the MLM loss cannot train `encoder`, or None: it masks with the
-    preprocessor's tokenizer ([MASK]) and predicts tokens with the token
-    embedding transposed."""
+    preprocessor's tokenizer ([MASK]) and its head's decoder starts as a
+    copy of the backbone's token embedding, of the backbone's width."""
     tokenizer = getattr(encoder.preprocessor, "tokenizer", None)
     if getattr(tokenizer, "mask_token_id", None) is None:
         return "the MLM loss needs the encoder's preprocessor with a [MASK] token; it has none"
-    if not isinstance(token_embedding(encoder.backbone), keras.layers.ReversibleEmbedding):
-        return (f"the MLM loss predicts tokens with the token embedding transposed; "
-                f"{type(encoder.backbone).__name__} has no reversible token embedding")
+    backbone = encoder.backbone
+    embedding = token_embedding(backbone)
+    if embedding is None or embedding.output_dim != backbone.hidden_dim:
+        return (f"the MLM head's decoder starts as a copy of the token embedding; "
+                f"{type(backbone).__name__} has no token embedding of its width "
+                f"{backbone.hidden_dim}")
     return None
 
 
@@ -91,21 +128,23 @@ def mask_tokens(token_ids, padding_mask, special_ids, mask_id, vocabulary_size,
     return masked, chosen
 
 
-def masked_lm_head(backbone, name="mlm_head"):
-    """BERT's `BertLMPredictionHead` as keras-hub's `MaskedLMHead`: Dense
-    (exact GELU) and LayerNorm (ε 1e-12) of the hidden width, then the
-    token embedding transposed (tied, as BERT ties it) plus a bias per
-    token. New weights drawn as BERT's `_init_weights`: normal(0, 0.02)
-    kernel, zero biases, LayerNorm at one and zero."""
-    embedding = token_embedding(backbone)  # Reversible: see `mlm_problem`.
+def masked_lm_head(embedding, name="mlm_head"):
+    """princeton-nlp/SimCSE's MLM head as their `train.py` runs it (see the
+    module): keras-hub's `MaskedLMHead` with a decoder of its own, Dense
+    (exact GELU) and LayerNorm (ε 1e-12) of the embedding's width, then the
+    decoder `(width, vocabulary)` plus a bias per token. The decoder starts
+    as a copy of `embedding`'s table (a `keras.layers.Embedding`), untied;
+    the rest is drawn as BERT's `_init_weights`: normal(0, 0.02) kernel,
+    zero biases, LayerNorm at one and zero."""
     head = keras_hub.layers.MaskedLMHead(
-        token_embedding=embedding,
+        vocabulary_size=embedding.input_dim,
         intermediate_activation="gelu",  # keras: approximate=False, HF's "gelu".
         layer_norm_epsilon=1e-12,
         kernel_initializer=keras.initializers.RandomNormal(stddev=INITIALIZER_RANGE),
         name=name,
     )
     head.build((None, None, embedding.output_dim))
+    head._kernel.assign(ops.transpose(ops.cast(embedding.embeddings, head._kernel.dtype)))
     return head
 
 

@@ -5,6 +5,7 @@ from keras import ops
 
 from kcse.distribution.cross_replica import scale_for_replicas
 from kcse.losses.simcse_loss import SimCSELoss
+from kcse.models.embedding_lookup import token_embedding
 from kcse.objectives.encoder_objective import EncoderObjective
 from kcse.objectives.heads import bert_dense
 from kcse.objectives.masked_lm import MLM_PROBABILITY
@@ -50,13 +51,16 @@ class SimCSE(EncoderObjective):
     each text view) is masked anew at every step as their collator masks
     (`kcse.objectives.masked_lm`: `mlm_probability` 0.15 of the tokens that
     are not special or [UNK]; 80% [MASK], 10% a random token, 10% kept),
-    encoded again, and a BERT MLM head (keras-hub's `MaskedLMHead`: Dense +
-    GELU + LayerNorm, then the token embedding transposed, tied as BERT ties
-    it, plus a bias) predicts the chosen tokens. The head's Dense, LayerNorm
-    and bias are new (BERT's initialisation) and belong to the objective;
-    princeton loads BERT's pretrained `cls.predictions` into theirs (and
-    keeps the decoder as an untied copy of the embedding). The whole token
-    embedding trains (the prediction covers the vocabulary). Under a
+    encoded again, and a BERT MLM head predicts the chosen tokens: their
+    `BertLMPredictionHead` as their `train.py` runs it (keras-hub's
+    `MaskedLMHead`: Dense + GELU + LayerNorm, then a decoder to the
+    vocabulary plus a bias), untied: the decoder starts as a copy of the
+    token embedding and trains apart from it. Where princeton loads the
+    checkpoint's pretrained transform, LayerNorm and bias
+    (`cls.predictions`), kcse draws them as BERT's `_init_weights`
+    (`kcse.objectives.masked_lm`). The head belongs to the objective. The
+    whole token embedding trains (random replacements come from the whole
+    vocabulary). Under a
     `tf.distribute` strategy each replica averages over its own chosen
     tokens, as their multi-GPU runs do.
 
@@ -75,7 +79,7 @@ class SimCSE(EncoderObjective):
     no negatives) and leaves out a last in-memory batch of one sentence.
     With `mlm_weight > 0`, building raises `ValueError` for an encoder
     without a preprocessor whose tokenizer has [MASK], or without a
-    reversible token embedding.
+    token embedding of the backbone's width.
 
     Example:
 
@@ -135,7 +139,7 @@ class SimCSE(EncoderObjective):
             tokenizer = encoder.preprocessor.tokenizer
             self.special_ids = special_token_ids(tokenizer)
             self.mask_id = tokenizer.mask_token_id
-            self.mlm_head = masked_lm_head(encoder.backbone)
+            self.mlm_head = masked_lm_head(token_embedding(encoder.backbone))
             self.mask_seed = keras.random.SeedGenerator(seed)
         self.objective_loss = SimCSELoss(temperature, negatives)
 
@@ -195,7 +199,7 @@ class SimCSE(EncoderObjective):
         return masked_lm_loss(self.mlm_head, states, rows["token_ids"], chosen)
 
     def _trained_embedding_rows(self, used_ids):
-        # The MLM head predicts, and replaces tokens with, the whole vocabulary.
+        # MLM replaces tokens with draws from the whole vocabulary.
         if self.mlm_head is not None:
             return None
         return super()._trained_embedding_rows(used_ids)

@@ -19,8 +19,10 @@ from conftest import tiny_preprocessor
 from conftest import tiny_vocabulary
 from kcse.objectives.masked_lm import mask_tokens
 from princeton_simcse_reference import cl_forward_loss
+from masked_lm_test import load_hf_head
+from princeton_simcse_reference import bert_for_cl
 from princeton_simcse_reference import cl_forward_mlm_loss
-from princeton_simcse_reference import lm_prediction_head
+from princeton_simcse_reference import load_pretrained_lm_head
 from princeton_simcse_reference import mlp_layer
 
 
@@ -226,35 +228,60 @@ def fixed_masks(token_ids, padding_mask):
     return ops.where(chosen, masked, token_ids), chosen
 
 
-def test_mlm_loss_is_princeton_cl_forward_with_its_mlm_branch():
+def test_mlm_loss_is_princeton_cl_forward_with_its_mlm_branch(tmp_path):
     """The fit loss with `mlm_weight=0.1` on masks set by the test: the
     contrastive loss plus 0.1 × the MLM cross-entropy. Reference:
     princeton-nlp/SimCSE `cl_forward` (tests/princeton_simcse_reference.py)
-    with transformers' `BertLMPredictionHead` holding the objective's head
-    weights and the token embedding, on the encoder's states of the masked
-    rows (both copies of each sentence, masked independently)."""
+    with the `lm_head` their `train.py` runs (transformers'
+    `BertLMPredictionHead` of `BertForCL.from_pretrained`, loaded with a
+    checkpoint's pretrained head; its weights loaded into the objective's
+    head), on the encoder's states of the masked rows (both copies of each
+    sentence, masked independently).
+
+    The head is untied: its decoder starts as a copy of the token embedding
+    and trains apart from it (in the step the columns of tokens the batch
+    never uses change, their embedding rows do not)."""
     simcse = make_simcse(negatives="cross_view", mlm_weight=0.1)
+    embedding = simcse.encoder.backbone.token_embedding.embeddings
+    np.testing.assert_array_equal(np.array(simcse.mlm_head._kernel), np.array(embedding).T)
     simcse.mask_tokens = fixed_masks
+    reference, _, _ = bert_for_cl(tmp_path, vocabulary_size=40, hidden_size=8)
+    load_pretrained_lm_head(reference, tmp_path)
+    load_hf_head(simcse.mlm_head, reference.lm_head)
     features = {k: np.asarray(v) for k, v in simcse.preprocessor(SENTENCES).items()}
     rows = {k: np.concatenate([v, v]) for k, v in features.items()}
     masked_ids, chosen = (np.asarray(a) for a in fixed_masks(rows["token_ids"], rows["padding_mask"]))
     assert 10 < chosen.sum() and (masked_ids != rows["token_ids"]).sum() == chosen.sum()
     states = simcse.encoder.backbone(dict(rows, token_ids=masked_ids))["sequence_output"]
-    head = simcse.mlm_head
-    dense, norm = head._intermediate_dense, head._intermediate_layer_norm
-    lm_head = lm_prediction_head(
-        *dense.get_weights(), *norm.get_weights(),
-        head.token_embedding.embeddings, head._bias)
     labels = np.where(chosen, rows["token_ids"], -100)
-    mlm = cl_forward_mlm_loss(states, labels, lm_head)
+    mlm = cl_forward_mlm_loss(states, labels, reference.lm_head)
     contrastive = cl_forward_loss(eval_views(simcse.encoder), 0.05)
-    table = np.array(head.token_embedding.embeddings)
+    table, decoder = np.array(embedding), np.array(simcse.mlm_head._kernel)
     loss, _ = one_step(simcse, SENTENCES)
     np.testing.assert_allclose(loss, contrastive + 0.1 * mlm, atol=1e-5)
     assert 0.1 * mlm > 1e-2  # The MLM term counts.
-    # Rows of tokens the text never uses train too (the tied decoder).
     unused = sorted(set(range(40)) - set(rows["token_ids"].flat) - set(masked_ids.flat))
-    assert unused and np.abs(np.array(head.token_embedding.embeddings) - table)[unused].max() > 0
+    assert unused and np.abs(np.array(simcse.mlm_head._kernel) - decoder)[:, unused].min() > 0
+    np.testing.assert_array_equal(np.array(embedding)[unused], table[unused])
+
+
+def test_mlm_head_weights_round_trip(tmp_path):
+    """The head's weights, the decoder among them, save with the objective's
+    (`save_weights` of a built objective, e.g. after `fit`) and load into a
+    new objective of the same settings. (`SimCSE.from_config` cannot rebuild
+    MLM: the encoder's config leaves out its preprocessor,
+    `test_config_round_trip`.)"""
+    trained, restored = (make_simcse(mlm_weight=0.1, seed=1) for _ in range(2))
+    for simcse in (trained, restored):
+        simcse(simcse.preprocessor(SENTENCES[:2]))  # Built.
+    trained.mlm_head._kernel.assign(np.random.default_rng(0).normal(size=(8, 40)))
+    path = tmp_path / "simcse.weights.h5"
+    trained.save_weights(path)
+    kernels = [np.array(simcse.mlm_head._kernel) for simcse in (restored, trained)]
+    assert np.abs(kernels[0] - kernels[1]).max() > 0.1
+    restored.load_weights(path)
+    for a, b in zip(restored.mlm_head.weights, trained.mlm_head.weights):
+        np.testing.assert_array_equal(np.array(a), np.array(b))
 
 
 def test_mlm_masks_follow_princetons_collator():

@@ -88,8 +88,9 @@ class SimCSEMethod(Method):
              "simcse/models.py MLPLayer, cl_forward)"),
         Flag("--mlm-weight", type=arguments.non_negative_number, default=0.0,
              help="add W x an MLM loss (15%% of the tokens, BERT's 80/10/10 masking; "
-             "an MLM head tied to the token embedding, its Dense, LayerNorm and bias "
-             "new, not the checkpoint's cls/predictions); 0, the default, for none "
+             "an MLM head whose decoder starts as an untied copy of the token "
+             "embedding, as theirs; its Dense, LayerNorm and bias new, where they "
+             "load the checkpoint's cls.predictions); 0, the default, for none "
              "(princeton-nlp/SimCSE train.py --do_mlm --mlm_weight 0.1, "
              "--mlm_probability 0.15: OurDataCollatorWithPadding.mask_tokens, "
              "simcse/models.py cl_forward)"),
