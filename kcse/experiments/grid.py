@@ -25,6 +25,7 @@ from kcse.weight_snapshot import WeightSnapshot
 from kcse.experiments import results
 from kcse.layers.pooling_rules import unavailable_pooling
 from kcse.layers.sentence_pooling import resolve_pooling
+from kcse.evaluation.mteb_results import encoder_meta
 from kcse.layers.whitening import null_directions
 from kcse.layers.whitening import whitening_kernel
 from kcse.layers.whitening import whitening_statistics
@@ -323,6 +324,8 @@ def run_cell(spec, encoder, pooling, task, data, raw_vectors, protocol, seeds,
     record = {
         "model": spec.name,
         "model_source": spec.record(),
+        # Its size for MTEB's model_meta.json (`--mteb-output`).
+        "encoder": encoder_meta(encoder),
         "pooling": pooling,
         "task": task,
         "protocol": protocol.name,
