@@ -273,6 +273,11 @@ class BertFlow(keras.Model):
     (`x1 = x[:, :d - d // 2]`), where the authors' `tf.split` would raise.
     Every level needs at least 2 channels (dim >= 5 for 3 levels).
 
+    Dtype. The flow computes in its dtype (float32 by default) on every
+    backend; `dtype="float64"` on JAX needs its 64-bit mode
+    (`jax_enable_x64`), without which it raises `ValueError` rather than
+    compute in float32.
+
     Inputs are not checked for NaN by `call` (a NaN gives NaN rows);
     `adapt` raises `ValueError` on non-finite vectors and on vectors that
     overflow the dtype when squared, and `NonFiniteLossError` if the loss

@@ -380,6 +380,12 @@ from bert_flow_test import first_actnorm_after_init, random_flow, vectors
 out = {"backend": keras.config.backend()}
 bias, logs, caught = first_actnorm_after_init()
 out["init"] = {"bias": bias.tolist(), "logs": logs.tolist(), "warnings": caught}
+try:
+    from kcse.layers import BertFlow
+    BertFlow(dtype="float64")
+    out["float64"] = "built"
+except ValueError as error:
+    out["float64"] = str(error)
 for config in ("default", "lu_affine"):
     flow = random_flow(config, 16)
     x = vectors(64, 16)
@@ -397,6 +403,7 @@ print(json.dumps(out))
 def test_jax_backend_equals_tensorflow():
     tests = pathlib.Path(__file__).resolve().parents[1]
     env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3")
+    env.pop("JAX_ENABLE_X64", None)  # JAX's default: 64-bit mode off.
     run = subprocess.run(
         [sys.executable, "-c", OTHER_BACKEND, str(tests), str(tests / "layers")],
         capture_output=True, text=True, env=env, timeout=600,
@@ -409,6 +416,9 @@ def test_jax_backend_equals_tensorflow():
     np.testing.assert_array_equal(other["init"]["bias"], bias)
     np.testing.assert_array_equal(other["init"]["logs"], logs)
     assert other["init"]["warnings"] == []
+    # float64 needs JAX's 64-bit mode (off by default): refused in one line.
+    assert "BertFlow(dtype=\"float64\") needs JAX's 64-bit mode" in other["float64"]
+    assert "\n" not in other["float64"]
     for config in ("default", "lu_affine"):
         flow = random_flow(config, 16)
         x = vectors(64, 16)
