@@ -9,7 +9,6 @@ import subprocess
 import sys
 import tracemalloc
 import types
-import warnings
 
 import keras
 import numpy as np
