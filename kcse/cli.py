@@ -339,6 +339,18 @@ def check_mteb_output(args):
         args.mteb_splits.append(task_split)
 
 
+def check_mteb_pair_counts(args, pairs):
+    """--mteb-output: each --data file holds C-MTEB's pairs of its split
+    (read, before the model loads)."""
+    from kcse.evaluation.mteb_results import check_mteb_pair_count
+
+    for path, (task, split), read in zip(args.data, args.mteb_splits, pairs):
+        try:
+            check_mteb_pair_count(task, split, len(read))
+        except ValueError as error:
+            raise UsageError(f"--mteb-output: {path}: {error}") from None
+
+
 def replaced_output(args):
     """The file or non-empty SavedModel folder the command would replace."""
     kind = getattr(args, "replaces", None)
@@ -585,6 +597,8 @@ def run_evaluate(args):
     if args.suite is not None:
         return run_english_suite(args)
     pairs = read_pair_files(args.data)
+    if args.mteb_output:
+        check_mteb_pair_counts(args, pairs)
     start_tensorflow(args.verbose)
     from kcse.evaluation.sts import UndefinedCorrelationError
     from kcse.evaluation.sts import check_scorable
@@ -638,7 +652,7 @@ def write_mteb_output(args, encoder, rows, seconds):
         args.mteb_output, args.model, revision,
         [(task, split, row | {"seconds": took})
          for (task, split), row, took in zip(args.mteb_splits, rows, seconds)],
-        embed_dim=encoder.output_dim)
+        encoder=encoder)
     print(f"MTEB results: {written[0].parent}")
 
 

@@ -134,6 +134,28 @@ def largest_magnitude(vectors):
     return float(magnitudes[row, column]), int(row), int(column)
 
 
+def check_dtype_available(dtype, what):
+    """Raises `ValueError` if the backend cannot compute in `dtype`.
+
+    JAX computes float64 only with its 64-bit mode on (`jax_enable_x64`);
+    without it each float64 array becomes float32 (with a warning), so a
+    layer asked for float64 would give other numbers on JAX than on
+    TensorFlow. `what` names the caller (e.g. `"Whitening"`).
+    """
+    import keras
+
+    if keras.backend.standardize_dtype(dtype) != "float64" or keras.backend.backend() != "jax":
+        return
+    import jax
+
+    if not jax.config.jax_enable_x64:
+        raise ValueError(
+            f"{what}(dtype=\"float64\") needs JAX's 64-bit mode "
+            f"(JAX_ENABLE_X64=1 or jax.config.update(\"jax_enable_x64\", True)); "
+            f"without it JAX computes in float32."
+        )
+
+
 def user_stacklevel():
     """The `warnings.warn` stacklevel of the first caller outside kcse.
 

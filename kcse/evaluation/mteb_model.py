@@ -25,8 +25,9 @@ class MTEBEncoder:
     encoder without prompts encodes the texts as they are.
 
     Args:
-        encoder: a `kcse.SentenceEncoder` (anything with `encode(texts,
-            batch_size=..., prompt=...)` and a `prompts` dict).
+        encoder: a `kcse.SentenceEncoder` (its `encode`, `prompts` and,
+            for `mteb_model_meta`, its size: `count_params`, `output_dim`,
+            `preprocessor.sequence_length`).
         model_name: str, the name mteb files the results under
             (`"org/name"`).
         revision: str, the model's revision (a commit, a file digest).
@@ -70,11 +71,11 @@ class MTEBEncoder:
 
     @property
     def mteb_model_meta(self):
-        """mteb's `ModelMeta`: the name, revision, width and cosine similarity."""
+        """mteb's `ModelMeta`: the name, revision, size (`encoder_meta`),
+        frameworks, languages and cosine similarity (`model_meta`)."""
         from mteb.models.model_meta import ModelMeta
 
-        return ModelMeta.model_validate(
-            model_meta(self.model_name, self.revision, getattr(self.encoder, "output_dim", None)))
+        return ModelMeta.model_validate(model_meta(self.model_name, self.revision, self.encoder))
 
     def encode(self, inputs, *, task_metadata, hf_split, hf_subset, prompt_type=None, **kwargs):
         """float32 vectors `(n, dim)` of the texts of mteb's batches `inputs`.

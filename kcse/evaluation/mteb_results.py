@@ -16,7 +16,9 @@ Manhattan and Euclidean correlations of MTEB's files; `spearman` and
 similarity. kcse reads Su's `senteval_cn` files, not MTEB's copies on the
 Hugging Face hub: the files record C-MTEB's dataset revision, so they sit
 beside (and merge with) MTEB's own results of the task, but the rows were
-not compared offline, only the split sizes.
+not compared offline, only the split sizes; a score of a split of another
+size (a subset) is not MTEB's number and is refused
+(`check_mteb_pair_count`).
 
 The layout is `mteb.ResultCache`'s: `<folder>/results/<model name, "/" as
 "__">/<revision>/<Task>.json` and `model_meta.json` beside them, so
@@ -42,15 +44,20 @@ MTEB_TASK_NAMES = {"ATEC": "ATEC", "BQ": "BQ", "LCQMC": "LCQMC", "PAWSX": "PAWSX
                    "STS-B": "STSB"}
 # kcse's split name -> MTEB's.
 MTEB_SPLIT_NAMES = {"valid": "validation", "test": "test"}
-# Each C-MTEB task's evaluation splits and Hugging Face dataset revision (mteb 2.26.24).
+# Each C-MTEB task's evaluation splits with their pair counts, and its Hugging
+# Face dataset revision (mteb 2.26.24: the task metadata's `eval_splits`, the
+# `num_samples` of its `descriptive_stats`, and `revision`).
 MTEB_TASKS = {
-    "ATEC": (("validation", "test"), "0f319b1142f28d00e055a6770f3f726ae9b7d865"),
-    "BQ": (("validation", "test"), "e3dda5e115e487b39ec7e618c0c6a29137052a55"),
-    "LCQMC": (("test",), "17f9b096f80380fce5ed12a9be8be7784b337daf"),
-    "PAWSX": (("test",), "bd129d4230ee0551b5469c566bced8da75abae0a"),
-    "STSB": (("validation", "test"), "e036defee8f190911de6fc825a944b928c8cda53"),
+    "ATEC": ({"validation": 20000, "test": 20000}, "0f319b1142f28d00e055a6770f3f726ae9b7d865"),
+    "BQ": ({"validation": 10000, "test": 10000}, "e3dda5e115e487b39ec7e618c0c6a29137052a55"),
+    "LCQMC": ({"test": 12500}, "17f9b096f80380fce5ed12a9be8be7784b337daf"),
+    "PAWSX": ({"test": 2000}, "bd129d4230ee0551b5469c566bced8da75abae0a"),
+    "STSB": ({"validation": 1458, "test": 1361}, "e036defee8f190911de6fc825a944b928c8cda53"),
 }
 MTEB_LANGUAGES = ["cmn-Hans"]  # C-MTEB's `eval_langs`; its one subset is "default".
+# The frameworks (of mteb's `ModelMeta.framework` names, which have no Keras)
+# a kcse encoder runs on: Keras 3 on TensorFlow or JAX.
+MTEB_FRAMEWORKS = ["TensorFlow", "JAX"]
 MODEL_META_FILE = "model_meta.json"
 
 
@@ -84,6 +91,34 @@ def mteb_task_split(task, split):
     return name, mteb_split
 
 
+def check_mteb_pair_count(task, split, pairs):
+    """`(C-MTEB task, MTEB split)` if `pairs` is the pair count of that split
+    in C-MTEB (`MTEB_TASKS`): a score of fewer or other pairs is not MTEB's
+    number, and a file under C-MTEB's task name and dataset revision would
+    pass it off as one.
+
+    Raises:
+        ValueError: in one line, naming the task, the split, the count seen
+            and C-MTEB's; and `mteb_task_split`'s errors.
+
+    Example:
+    ```python
+    from kcse.evaluation.mteb_results import check_mteb_pair_count
+
+    check_mteb_pair_count("STS-B", "test", 1361)  # ('STSB', 'test')
+    # check_mteb_pair_count("STS-B", "test", 200) raises ValueError:
+    # STS-B test: 200 pairs, but C-MTEB's STSB test has 1361; ...
+    ```
+    """
+    name, mteb_split = mteb_task_split(task, split)
+    expected = MTEB_TASKS[name][0][mteb_split]
+    if pairs != expected:
+        raise ValueError(f"{chinese_task_name(task)} {split}: {pairs} pairs, but C-MTEB's "
+                         f"{name} {mteb_split} has {expected}; MTEB result files are "
+                         "written for C-MTEB's whole splits only")
+    return name, mteb_split
+
+
 def task_split_of_file(path):
     """`(task, split)` of a file in Su's layout, `<TASK>.<split>.data`.
 
@@ -100,26 +135,40 @@ def task_split_of_file(path):
                      f"<TASK>.<split>.data of {', '.join(CHINESE_TASKS)})")
 
 
+def mteb_model_name(model_name):
+    """`model_name` as the files name it: mteb's `ModelMeta` wants
+    `"organization/name"`, so a name without a "/" is filed as kcse's
+    (`"e5-small"` → `"kcse/e5-small"`)."""
+    model_name = _name(model_name, "model_name")
+    return model_name if "/" in model_name else f"kcse/{model_name}"
+
+
 def mteb_model_folder(folder, model_name, revision):
-    """`<folder>/results/<model name, "/" as "__">/<revision>`, as mteb names it."""
-    model_name, revision = _name(model_name, "model_name"), _name(revision, "revision")
+    """`<folder>/results/<model name, "/" as "__">/<revision>`, as mteb names
+    it (the name as `mteb_model_name` gives it)."""
+    model_name, revision = mteb_model_name(model_name), _name(revision, "revision")
     return (pathlib.Path(folder) / "results"
             / model_name.replace("/", "__").replace(" ", "_") / revision)
 
 
-def write_mteb_results(folder, model_name, revision, results, embed_dim=None):
+def write_mteb_results(folder, model_name, revision, results, encoder=None):
     """Writes kcse's STS scores as MTEB result files; returns their paths.
 
     Args:
         folder: the results cache folder (`mteb.ResultCache(folder)`).
         model_name: str, the model's name (`"org/name"` as on the hub, or
-            anything else: "/" becomes "__" in the folder name).
+            anything else: "/" becomes "__" in the folder name, and a name
+            without "/" is filed as `"kcse/<name>"`, `mteb_model_name`).
         revision: str, the model's revision (a commit, a file digest).
         results: iterable of `(task, split, scores)`: one of Su's tasks
             (`"STS-B"`), a kcse split (`"valid"`, `"test"`) and the dict of
-            `kcse.evaluation.evaluate_sts` (`"spearman"`, `"pearson"`: ×100),
-            with `"seconds"` (the time taken) when known.
-        embed_dim: int or None, the vectors' width, for `model_meta.json`.
+            `kcse.evaluation.evaluate_sts` (`"spearman"`, `"pearson"`: ×100,
+            `"n"`: the pairs scored, which must be C-MTEB's count of the
+            split, `check_mteb_pair_count`), with `"seconds"` (the time
+            taken) when known.
+        encoder: the `kcse.SentenceEncoder` scored, or the dict of
+            `encoder_meta`, for `model_meta.json`; None leaves its size
+            unknown (null).
 
     Returns:
         The paths written: one `<Task>.json` per task, then `model_meta.json`.
@@ -127,9 +176,10 @@ def write_mteb_results(folder, model_name, revision, results, embed_dim=None):
         the splits not given here.
 
     Raises:
-        ValueError: in one line: a task or split MTEB does not evaluate
-            (`mteb_task_split`), a task and split given twice, scores
-            missing, or no results.
+        ValueError: in one line, before anything is written: a task or
+            split MTEB does not evaluate (`mteb_task_split`), a pair count
+            other than C-MTEB's (`check_mteb_pair_count`), a task and split
+            given twice, scores missing, or no results.
 
     Example:
     ```python
@@ -144,10 +194,15 @@ def write_mteb_results(folder, model_name, revision, results, embed_dim=None):
     # mteb.ResultCache("mteb").load_results(include_remote=False) reads them back.
     ```
     """
+    model_name = mteb_model_name(model_name)
     model_folder = mteb_model_folder(folder, model_name, revision)
     by_task = {}
     for task, split, scores in results:
         name, mteb_split = mteb_task_split(task, split)
+        if not isinstance(scores, dict) or "n" not in scores:
+            raise ValueError(f"{task} {split}: scores must be a dict of evaluate_sts with "
+                             f"'n', the pairs scored; got {scores!r}")
+        check_mteb_pair_count(task, split, scores["n"])
         splits = by_task.setdefault(name, {})
         if mteb_split in splits:
             raise ValueError(f"{task} {split} is given twice")
@@ -159,7 +214,7 @@ def write_mteb_results(folder, model_name, revision, results, embed_dim=None):
         path = model_folder / f"{name}.json"
         atomic_files.write_json(path, task_result(name, splits, _existing(path)), indent=2)
         paths.append(path)
-    meta = model_meta(model_name, revision, embed_dim)
+    meta = model_meta(model_name, revision, encoder)
     atomic_files.write_json(model_folder / MODEL_META_FILE, meta, indent=4)
     return paths + [model_folder / MODEL_META_FILE]
 
@@ -216,18 +271,44 @@ def split_scores(scores, version):
     } | ({"mteb_version": version} if version else {})
 
 
-def model_meta(model_name, revision, embed_dim=None):
-    """`model_meta.json` of a kcse encoder: mteb's `ModelMeta.to_dict()`,
-    naming the model and revision, cosine similarity; unknowns null (the
-    framework too: MTEB's list has no Keras)."""
-    unknown = ("release_date", "languages", "n_parameters", "n_active_parameters_override",
-               "n_embedding_parameters", "memory_usage_mb", "max_tokens", "license",
+# What model_meta.json says of an encoder's size (`encoder_meta`).
+ENCODER_FIELDS = ("n_parameters", "embed_dim", "max_tokens")
+
+
+def encoder_meta(encoder):
+    """What `model_meta.json` says of a `kcse.SentenceEncoder`'s size: its
+    `n_parameters` (every weight: backbone and pooling), `embed_dim` (the
+    vectors' width) and `max_tokens` (the preprocessor's sequence length,
+    the tokens it reads, `[CLS]` and `[SEP]` included)."""
+    return {"n_parameters": int(encoder.count_params()),
+            "embed_dim": int(encoder.output_dim),
+            "max_tokens": int(encoder.preprocessor.sequence_length)}
+
+
+def model_meta(model_name, revision, encoder=None):
+    """`model_meta.json` of a kcse encoder: mteb's `ModelMeta.to_dict()`.
+
+    It names the model (`mteb_model_name`) and revision, cosine similarity, the frameworks
+    kcse runs on (`MTEB_FRAMEWORKS`), the languages of the C-MTEB tasks it
+    is written for (`MTEB_LANGUAGES`: the data it was scored on, not a
+    claim of the model card) and, from `encoder` (a `SentenceEncoder`, or
+    the dict of `encoder_meta`), `n_parameters`, `embed_dim` and
+    `max_tokens`; what kcse does not know is null (release date, license,
+    training data...).
+    """
+    size = dict.fromkeys(ENCODER_FIELDS)
+    if encoder is not None:
+        size |= encoder if isinstance(encoder, dict) else encoder_meta(encoder)
+    unknown = ("release_date", "n_active_parameters_override",
+               "n_embedding_parameters", "memory_usage_mb", "license",
                "open_weights", "public_training_code", "public_training_data", "reference",
                "use_instructions", "training_datasets", "adapted_from", "superseded_by",
                "citation", "contacts", "experiment_kwargs", "output_dtypes",
                "extra_requirements_groups", "loader")
-    return {"loader_kwargs": {}, "name": model_name, "revision": revision,
-            "embed_dim": embed_dim, "framework": [],
+    return {"loader_kwargs": {}, "name": mteb_model_name(model_name), "revision": revision,
+            "languages": list(MTEB_LANGUAGES), "n_parameters": size["n_parameters"],
+            "embed_dim": size["embed_dim"], "max_tokens": size["max_tokens"],
+            "framework": list(MTEB_FRAMEWORKS),
             "similarity_fn_name": "cosine", "modalities": ["text"],
             "model_type": ["dense"], "is_cross_encoder": False} | dict.fromkeys(unknown)
 

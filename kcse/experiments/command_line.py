@@ -122,7 +122,8 @@ def comparison_parser(doc, output, poolings=DEFAULT_POOLINGS, languages=None):
                            help="after the grid, also write its cells as MTEB result "
                            "files (C-MTEB's ATEC, BQ, LCQMC, PAWSX, STSB; valid and "
                            "test) in DIR, which mteb.ResultCache(DIR) reads: a model "
-                           "per column, <model>-<pooling>-raw, -whitening, -<method>")
+                           "per column, <model>-<pooling>-raw, -whitening, -<method>; "
+                           "the valid and test files must hold C-MTEB's pairs")
     group.add_argument("--plot", action="store_true",
                        help="a PNG per cell: gold vs cosine, raw and trained "
                        "(needs matplotlib); with --diagnostics, a second one of them")
@@ -387,6 +388,8 @@ def check_comparison_arguments(args, method):
     arguments.check_output(args.output, "--output", folder=True)
     if getattr(args, "mteb_output", None) is not None:
         arguments.check_output(args.mteb_output, "--mteb-output", folder=True)
+        if not hasattr(args, "languages"):  # No stsb-multi-mt task is C-MTEB's.
+            check_mteb_pair_counts(args.data_dir, args.tasks)
     if args.plot and not _importable("matplotlib"):
         raise arguments.UsageError('--plot needs matplotlib: pip install -e ".[plot]"')
     check_method_arguments(method, args)
@@ -435,6 +438,28 @@ def check_task_files(data_dir, tasks):
             except FileNotFoundError as error:
                 raise arguments.UsageError(" ".join(str(error).split())) from None
             arguments.check_input_file(path, f"--tasks {task}:")
+
+
+def check_mteb_pair_counts(data_dir, tasks):
+    """`--mteb-output`: every split of `tasks` that C-MTEB evaluates holds
+    C-MTEB's pairs (`check_mteb_pair_count`), read before any model loads."""
+    from kcse.data.chinese import read_chinese_task
+    from kcse.evaluation.mteb_results import check_mteb_pair_count
+    from kcse.evaluation.mteb_results import mteb_task_split
+
+    folder = BUNDLED_CHINESE_STS if data_dir is None else data_dir
+    for task in tasks:
+        for split in SPLITS:
+            try:
+                mteb_task_split(task, split)
+            except ValueError:  # train; valid of LCQMC and PAWSX.
+                continue
+            path = chinese_task_path(folder, task, split)
+            try:
+                check_mteb_pair_count(task, split, len(read_chinese_task(folder, task, split)))
+            except ValueError as error:  # A malformed line too.
+                text = " ".join(str(error).split())
+                raise arguments.UsageError(f"--mteb-output: {path}: {text}") from None
 
 
 def check_language_files(data_dir, languages):

@@ -25,7 +25,10 @@ from kcse.weight_snapshot import WeightSnapshot
 from kcse.experiments import results
 from kcse.layers.pooling_rules import unavailable_pooling
 from kcse.layers.sentence_pooling import resolve_pooling
-from kcse.layers.whitening import Whitening
+from kcse.evaluation.mteb_results import encoder_meta
+from kcse.layers.whitening import null_directions
+from kcse.layers.whitening import whitening_kernel
+from kcse.layers.whitening import whitening_statistics
 from kcse.models.model_sources import ModelSpec
 from kcse.models.model_sources import load_model
 from kcse.models.model_sources import resolve_model
@@ -212,21 +215,23 @@ def whitening_vectors(vectors, splits):
 
 
 def adapted_whitening(vectors):
-    """BERT-whitening adapted on `vectors`, in float64 as bojone's numpy.
+    """BERT-whitening fitted on `vectors`, `(mean, kernel)`: `Whitening`'s
+    statistics and kernel, in float64 with numpy as bojone's, on every
+    backend (`whitened` applies them, also in numpy).
 
     LayerNorm'd vectors (P1, P3) have a direction of float-noise variance,
     which `Whitening` zeroes instead of scaling the noise up (its
     docstring), so the scores do not move with float precision or batch
-    order; `null_directions` says how many there were.
+    order; `null_directions(kernel)` says how many there were.
     """
-    whitening = Whitening(dtype="float64")
-    whitening.adapt(vectors)
-    return whitening
+    mean, covariance, _, _ = whitening_statistics(vectors)
+    return mean, whitening_kernel(covariance)
 
 
 def whitened(whitening):
-    """A `score_splits` transform: the float64 vectors `whitening` gives."""
-    return lambda v: keras.ops.convert_to_numpy(whitening(v.astype("float64")))
+    """A `score_splits` transform: `(v - mean) @ kernel` in float64."""
+    mean, kernel = whitening
+    return lambda v: (np.asarray(v, "float64") - mean) @ kernel
 
 
 def run_cell(spec, encoder, pooling, task, data, raw_vectors, protocol, seeds,
@@ -308,17 +313,19 @@ def run_cell(spec, encoder, pooling, task, data, raw_vectors, protocol, seeds,
             "training_samples": run.samples,
         })
         if whiten_trained:
-            trained_whitening_layer = adapted_whitening(
+            seed_whitening = adapted_whitening(
                 whitening_vectors(trained_vectors, protocol.whitening_splits))
             runs[-1]["whitened_scores"] = score_splits(
-                data, scored, whitened(trained_whitening_layer))
-            runs[-1]["whitening_null_directions"] = trained_whitening_layer.null_directions
+                data, scored, whitened(seed_whitening))
+            runs[-1]["whitening_null_directions"] = null_directions(seed_whitening[1])
 
     if reports is not None and runs and not error:
         reports["trained"] = diagnose(trained, data, "test", spec.prefix)
     record = {
         "model": spec.name,
         "model_source": spec.record(),
+        # Its size for MTEB's model_meta.json (`--mteb-output`).
+        "encoder": encoder_meta(encoder),
         "pooling": pooling,
         "task": task,
         "protocol": protocol.name,
@@ -336,7 +343,7 @@ def run_cell(spec, encoder, pooling, task, data, raw_vectors, protocol, seeds,
         if method.name == SimCSEMethod.name and spec.published_as else None,
         "training_samples": runs[0]["training_samples"] if runs else None,
         "whitening_sentences": 0 if fit is None else len(fit),
-        "whitening_null_directions": None if whitening is None else whitening.null_directions,
+        "whitening_null_directions": None if whitening is None else null_directions(whitening[1]),
         "seconds": time.time() - start,
     }
     if flow:

@@ -20,6 +20,7 @@ the model names do not hide (`-whitening`, `-simcse`).
 """
 
 from kcse.digests import content_digest
+from kcse.evaluation.mteb_results import ENCODER_FIELDS
 from kcse.evaluation.mteb_results import mteb_task_split
 from kcse.evaluation.mteb_results import write_mteb_results
 from kcse.experiments import results
@@ -68,6 +69,25 @@ def write_cells_as_mteb(folder, cells):
     under `folder`; returns the model folders written, one per column and
     revision (none when no cell has a score MTEB holds)."""
     written = []
+    sizes = model_sizes(cells)
     for (name, revision), scores in mteb_models(cells).items():
-        written.append(write_mteb_results(folder, name, revision, scores)[0].parent)
+        written.append(write_mteb_results(folder, name, revision, scores,
+                                          sizes[name, revision])[0].parent)
     return written
+
+
+def model_sizes(cells):
+    """`{(model name, revision): encoder size}` of `cells`' columns, the
+    `encoder` of their records (`kcse.evaluation.mteb_results.encoder_meta`);
+    a field on which a model's cells differ is None (`max_tokens`: PAWSX's
+    pairs are cut at another length), as is all of it for cells recorded
+    before kcse recorded it."""
+    sizes = {}
+    for cell in cells:
+        size = cell.get("encoder") or {}
+        for column in COLUMNS:
+            known = sizes.setdefault((model_name(cell, column), cell_revision(cell)), dict(size))
+            for field in ENCODER_FIELDS:
+                if known.get(field) != size.get(field):
+                    known[field] = None
+    return sizes

@@ -13,6 +13,7 @@ from kcse.layers.adam_weight_decay import LEARNING_RATE
 from kcse.training_stops import NonFiniteLossError
 from kcse.training_stops import StopOnInterrupt
 from kcse.training_stops import StopOnNonFiniteLoss
+from kcse.validation import check_dtype_available
 from kcse.validation import check_finite
 from kcse.validation import largest_magnitude
 
@@ -128,12 +129,15 @@ class _FlowLevel(keras.layers.Layer):
     def _actnorm(self, x, bias, logs, step, init):
         """`(x + b) * exp(3 logs)` with step `step`'s `b`, `logs`; with
         `init`, Glow's data-dependent initialisation first (actnorm_center,
-        actnorm_scale: `b = -mean`, `logs = log(1 / (rms + 1e-6)) / 3`)."""
+        actnorm_scale: `b = -mean`, `logs = log(1 / (rms + 1e-6)) / 3`),
+        its statistics computed in float64 with numpy on the host (the
+        same on every backend)."""
         if init:
-            _assign_row(bias, step, -ops.mean(x, axis=0))
-            centred = x + bias[step]
-            rms = ops.sqrt(ops.mean(ops.square(centred), axis=0))
-            _assign_row(logs, step, ops.log(1.0 / (rms + 1e-6)) / LOGSCALE_FACTOR)
+            values = np.asarray(ops.convert_to_numpy(x), "float64")
+            mean = values.mean(axis=0)
+            rms = np.sqrt(np.mean(np.square(values - mean), axis=0))
+            _assign_row(bias, step, -mean)
+            _assign_row(logs, step, np.log(1.0 / (rms + 1e-6)) / LOGSCALE_FACTOR)
         return (x + bias[step]) * ops.exp(logs[step] * LOGSCALE_FACTOR)
 
     def _weight_matrix(self, step, dtype):
@@ -204,9 +208,8 @@ class _FlowLevel(keras.layers.Layer):
 
 def _assign_row(variable, row, value):
     """`variable[row] = value`, eagerly (data-dependent initialisation)."""
-    values = np.array(ops.convert_to_numpy(variable))
-    values[row] = ops.convert_to_numpy(value)
-    variable.assign(values)
+    row_value = np.asarray(value, variable.dtype)[None]
+    variable.assign(ops.slice_update(variable.value, (row, 0), row_value))
 
 
 @keras.saving.register_keras_serializable(package="kcse")
@@ -270,6 +273,11 @@ class BertFlow(keras.Model):
     (`x1 = x[:, :d - d // 2]`), where the authors' `tf.split` would raise.
     Every level needs at least 2 channels (dim >= 5 for 3 levels).
 
+    Dtype. The flow computes in its dtype (float32 by default) on every
+    backend; `dtype="float64"` on JAX needs its 64-bit mode
+    (`jax_enable_x64`), without which it raises `ValueError` rather than
+    compute in float32.
+
     Inputs are not checked for NaN by `call` (a NaN gives NaN rows);
     `adapt` raises `ValueError` on non-finite vectors and on vectors that
     overflow the dtype when squared, and `NonFiniteLossError` if the loss
@@ -317,6 +325,7 @@ class BertFlow(keras.Model):
     ):
         kwargs.setdefault("dtype", "float32")  # Whatever the global policy.
         super().__init__(**kwargs)
+        check_dtype_available(self.variable_dtype, "BertFlow")
         for name, value in (("n_levels", n_levels), ("depth", depth),
                             ("coupling_width", coupling_width)):
             if int(value) != value or value < 1:

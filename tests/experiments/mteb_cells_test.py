@@ -9,8 +9,13 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # mteb must not reach the hub.
 
+import mteb  # noqa: E402
 import pytest  # noqa: E402
 from mteb.cache import ResultCache  # noqa: E402
+from mteb.models.model_meta import ModelMeta  # noqa: E402
+
+import kcse  # noqa: E402
+from kcse.evaluation.mteb_results import mteb_model_folder  # noqa: E402
 
 from kcse.experiments import results  # noqa: E402
 from kcse.experiments.mteb_cells import cell_revision  # noqa: E402
@@ -21,7 +26,10 @@ from results_cells import TASKS  # noqa: E402
 from results_cells import grid_cell  # noqa: E402
 from tiny_grid import read_strict_json  # noqa: E402
 from tiny_grid import recipe  # noqa: E402
+from tiny_grid import stsb_sample  # noqa: E402
+from tiny_grid import tiny_checkpoint  # noqa: E402
 from tiny_grid import tiny_task_and_model  # noqa: E402
+from tiny_grid import write_task  # noqa: E402
 
 MTEB_NAMES = {"ATEC": "ATEC", "BQ": "BQ", "LCQMC": "LCQMC", "PAWSX": "PAWSX", "STS-B": "STSB"}
 
@@ -34,17 +42,30 @@ def load_back(folder):
             for model in loaded.model_results}
 
 
+def c_mteb_test_pairs(task):
+    """The pairs of C-MTEB's test split of one of Su's tasks (mteb's metadata)."""
+    return mteb.get_task(MTEB_NAMES[task]).metadata.descriptive_stats["test"]["num_samples"]
+
+
+def with_c_mteb_pairs(cell):
+    """`cell` with every column's test split of C-MTEB's pair count."""
+    return cell | {column: {split: scores | {"n": c_mteb_test_pairs(cell["task"])}
+                            if split == "test" else scores
+                            for split, scores in cell[column].items()}
+                   for column in ("raw", "whitening", "trained") if cell[column]}
+
+
 def test_each_column_of_each_finished_cell_is_a_model(tmp_path):
     # The synthetic grid's SimCSE cells: 3 models x 4 poolings x 5 tasks,
     # splits "test" and "dev" (no MTEB split: left out), some failed.
-    cells = [grid_cell(index, index)[1] for index in range(60)]
+    cells = [with_c_mteb_pairs(grid_cell(index, index)[1]) for index in range(60)]
     folders = write_cells_as_mteb(tmp_path, cells)
     read = load_back(tmp_path)
     assert len(folders) == len(read) == len(MODELS) * len(POOLINGS) * 3  # a, b, c
     for cell in cells:
         for column, suffix in (("raw", "raw"), ("whitening", "whitening"),
                                ("trained", "simcse")):
-            name = f"{cell['model']}-{cell['pooling']}-{suffix}"
+            name = f"kcse/{cell['model']}-{cell['pooling']}-{suffix}"
             tasks = read[name, cell_revision(cell)]
             if cell["status"] == results.FAILED:
                 assert MTEB_NAMES[cell["task"]] not in tasks
@@ -60,6 +81,16 @@ def test_each_column_of_each_finished_cell_is_a_model(tmp_path):
         MTEB_NAMES[task] for task in TASKS)
 
 
+def test_a_cell_of_other_pairs_than_c_mtebs_is_refused(tmp_path):
+    """Reference: mteb's task metadata, ATEC test: 20,000 pairs."""
+    cell = grid_cell(0, 0)[1]  # ATEC, test n=1361.
+    assert cell["task"] == "ATEC" and c_mteb_test_pairs("ATEC") == 20000
+    with pytest.raises(ValueError, match="ATEC test: 1361 pairs, but C-MTEB's ATEC test "
+                                         "has 20000") as error:
+        write_cells_as_mteb(tmp_path, [cell])
+    assert "\n" not in str(error.value) and not (tmp_path / "results").exists()
+
+
 def test_nothing_mteb_holds_writes_nothing(tmp_path):
     cell = grid_cell(0, 0)[1]
     only_train = {split: {"train": scores["test"]} for split, scores in (
@@ -68,9 +99,34 @@ def test_nothing_mteb_holds_writes_nothing(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
-def test_the_recipe_writes_its_grid_for_mtebs_loader(tmp_path, shared_data, capsys):
+def test_the_recipe_refuses_a_subset_of_a_c_mteb_split_before_training(
+        tmp_path, shared_data, capsys):
+    """STS-B's first 37 test pairs are not C-MTEB's 1,361 (mteb's metadata)."""
     chinese_simcse = recipe("chinese_simcse")
     model = tiny_task_and_model(tmp_path, shared_data)
+    flags = ["--models", model, "--tasks", "STS-B", "--poolings", "P1",
+             "--data-dir", str(tmp_path / "data"), "--output", str(tmp_path / "out"),
+             "--sentences", "32", "--batch-size", "16"]
+    with pytest.raises(SystemExit) as stop:
+        chinese_simcse.main(flags + ["--mteb-output", str(tmp_path / "mteb")])
+    assert stop.value.code == 2
+    error = capsys.readouterr().err
+    valid = tmp_path / "data" / "STS-B" / "STS-B.valid.data"
+    assert (f"--mteb-output: {valid}: STS-B valid: 37 pairs, but C-MTEB's STSB validation "
+            "has 1458" in error and error.count("\n") == 1)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "mteb").exists()
+
+
+def test_the_recipe_writes_its_grid_for_mtebs_loader(tmp_path, shared_data, capsys):
+    chinese_simcse = recipe("chinese_simcse")
+    # C-MTEB's whole valid and test splits (Su's files), a few train pairs.
+    sample = stsb_sample(shared_data)
+    for split in ("valid", "test"):
+        pairs = kcse.data.read_pairs(shared_data / "senteval_cn" / "STS-B"
+                                     / f"STS-B.{split}.data")
+        sample[split] = list(zip(pairs.sentences1, pairs.sentences2, pairs.scores))
+    write_task(tmp_path / "data", "STS-B", sample, lambda label: int(label))
+    model = f"{tiny_checkpoint(tmp_path / 'tiny_bert', sample)}:bert"
     (tmp_path / "a file").write_text("mine")
     flags = ["--models", model, "--tasks", "STS-B", "--poolings", "P1",
              "--data-dir", str(tmp_path / "data"), "--output", str(tmp_path / "out"),
@@ -87,11 +143,20 @@ def test_the_recipe_writes_its_grid_for_mtebs_loader(tmp_path, shared_data, caps
     cell, = read_strict_json(tmp_path / "out" / "results.json")["cells"].values()
     read = load_back(tmp_path / "mteb")
     revision = cell_revision(cell)
-    assert sorted(read) == [(f"tiny_bert-P1-{suffix}", revision)
+    assert sorted(read) == [(f"kcse/tiny_bert-P1-{suffix}", revision)
                             for suffix in ("raw", "simcse", "whitening")]
     for column, suffix in (("raw", "raw"), ("whitening", "whitening"), ("trained", "simcse")):
-        stsb = read[f"tiny_bert-P1-{suffix}", revision]["STSB"]
+        stsb = read[f"kcse/tiny_bert-P1-{suffix}", revision]["STSB"]
         for split, mteb_split in (("valid", "validation"), ("test", "test")):
             scores, = stsb.scores[mteb_split]
             assert scores["main_score"] == pytest.approx(
                 cell[column][split]["spearman"] / 100, abs=1e-12)
+    # model_meta.json, read by mteb's ModelMeta: the encoder's size recorded by the cell.
+    meta = ModelMeta.model_validate_json(
+        (mteb_model_folder(tmp_path / "mteb", "tiny_bert-P1-raw", revision)
+         / "model_meta.json").read_text())
+    backbone, preprocessor = kcse.models.from_checkpoint(model.rsplit(":", 1)[0], "bert", 64)
+    encoder = kcse.SentenceEncoder(backbone, preprocessor, pooling="P1")
+    assert meta.framework == ["TensorFlow", "JAX"] and meta.languages == ["cmn-Hans"]
+    assert (meta.n_parameters, meta.embed_dim, meta.max_tokens) == (
+        encoder.count_params(), encoder.output_dim, 64)

@@ -337,14 +337,55 @@ def test_non_finite_loss_stops_training():
     assert caught.value.step == 2
 
 
+def far_from_zero():
+    """64 vectors of dim 16 at 1e4 ± 1: float32 sums of them round."""
+    return vectors(64, 16) + np.float32(1e4)
+
+
+def first_actnorm_after_init():
+    """Glow's data-dependent initialisation of a default flow on
+    `far_from_zero()`: the first actnorm's `(b, logs)` and the warnings."""
+    import warnings
+
+    flow = BertFlow(seed=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        flow.initialize_actnorm(far_from_zero())
+    level = flow.flow_levels[0]
+    return (np.asarray(level.actnorm_bias)[0], np.asarray(level.actnorm_logs)[0],
+            [str(warning.message) for warning in caught])
+
+
+def test_data_dependent_init_statistics_are_float64():
+    """Reference: glow_ops_1x1.py's actnorm_center / actnorm_scale, the
+    mean and root mean square computed here in float64 numpy; kcse's are
+    float64 too, stored in float32 (the JAX half: test_jax_backend_...)."""
+    bias, logs, caught = first_actnorm_after_init()
+    x = far_from_zero().astype("float64")
+    mean = x.mean(axis=0)
+    rms = np.sqrt(np.mean((x - mean) ** 2, axis=0))
+    np.testing.assert_array_equal(bias, (-mean).astype("float32"))
+    np.testing.assert_array_equal(
+        logs, (np.log(1 / (rms + 1e-6)) / 3).astype("float32"))
+    assert caught == []
+
+
 OTHER_BACKEND = """
 import json, sys
 import numpy as np
 sys.path.insert(0, sys.argv[1])
 sys.path.insert(0, sys.argv[2])
 import keras
-from bert_flow_test import random_flow, vectors
+from bert_flow_test import first_actnorm_after_init, random_flow, vectors
 out = {"backend": keras.config.backend()}
+bias, logs, caught = first_actnorm_after_init()
+out["init"] = {"bias": bias.tolist(), "logs": logs.tolist(), "warnings": caught}
+try:
+    from kcse.layers import BertFlow
+    BertFlow(dtype="float64")
+    out["float64"] = "built"
+except ValueError as error:
+    out["float64"] = str(error)
 for config in ("default", "lu_affine"):
     flow = random_flow(config, 16)
     x = vectors(64, 16)
@@ -362,6 +403,7 @@ print(json.dumps(out))
 def test_jax_backend_equals_tensorflow():
     tests = pathlib.Path(__file__).resolve().parents[1]
     env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3")
+    env.pop("JAX_ENABLE_X64", None)  # JAX's default: 64-bit mode off.
     run = subprocess.run(
         [sys.executable, "-c", OTHER_BACKEND, str(tests), str(tests / "layers")],
         capture_output=True, text=True, env=env, timeout=600,
@@ -369,6 +411,14 @@ def test_jax_backend_equals_tensorflow():
     assert run.returncode == 0, run.stderr[-3000:]
     other = json.loads(run.stdout.strip().splitlines()[-1])
     assert other["backend"] == "jax"
+    # Glow's data-dependent initialisation: float64 statistics on JAX too.
+    bias, logs, _ = first_actnorm_after_init()
+    np.testing.assert_array_equal(other["init"]["bias"], bias)
+    np.testing.assert_array_equal(other["init"]["logs"], logs)
+    assert other["init"]["warnings"] == []
+    # float64 needs JAX's 64-bit mode (off by default): refused in one line.
+    assert "BertFlow(dtype=\"float64\") needs JAX's 64-bit mode" in other["float64"]
+    assert "\n" not in other["float64"]
     for config in ("default", "lu_affine"):
         flow = random_flow(config, 16)
         x = vectors(64, 16)

@@ -1,8 +1,14 @@
 """Tests for kcse.layers.Whitening against a numpy BERT-whitening reference."""
 
 import gc
+import json
+import os
+import pathlib
 import re
+import subprocess
+import sys
 import tracemalloc
+import types
 
 import keras
 import numpy as np
@@ -753,3 +759,105 @@ def test_real_batch_order_does_not_change_the_scores(e5_vectors, pooling):
     y, z = _output(in_order, x), _output(shuffled, x)
     assert abs(whitened_spearman(gold, y) - whitened_spearman(gold, z)) <= 0.05
     np.testing.assert_allclose(cosines(y, len(gold)), cosines(z, len(gold)), atol=1e-3)
+
+
+def ill_conditioned(n=600, dim=64, seed=0):
+    """float32 vectors whose covariance has condition number 1e4 (standard
+    deviations from 1 to 0.01 along random directions) and a mean of ~5:
+    float32 statistics are off by ~3e-3 on them (checked below)."""
+    rng = np.random.default_rng(seed)
+    rotation = np.linalg.qr(rng.normal(size=(dim, dim)))[0]
+    deviations = np.logspace(0, -2, dim)
+    x = rng.normal(size=(n, dim)) * deviations @ rotation.T
+    return (x + 5.0 + rng.normal(size=dim)).astype("float32")
+
+
+def column_b_pairs(x):
+    """The first and second half of `x` as sentence pairs, with gold scores
+    that follow bojone's whitened cosines (plus noise): `(data, vectors)`
+    as `kcse.experiments.grid.score_splits` takes them."""
+    half = len(x) // 2
+    whitened = reference_whitening(x)
+    cosine = np.sum(whitened[:half] * whitened[half:], axis=1) / (
+        np.linalg.norm(whitened[:half], axis=1) * np.linalg.norm(whitened[half:], axis=1))
+    gold = cosine + np.random.default_rng(1).normal(0, 0.05, half)
+    return {"test": types.SimpleNamespace(scores=gold)}, {"test": (x[:half], x[half:])}
+
+
+BACKEND_RUN = """
+import json, sys, warnings
+sys.path.insert(0, sys.argv[1])
+import keras
+import numpy as np
+from whitening_test import column_b_pairs, ill_conditioned
+from kcse.experiments.grid import adapted_whitening, score_splits, whitened
+from kcse.layers import Whitening
+x = ill_conditioned()
+data, vectors = column_b_pairs(x)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    layer = Whitening()
+    layer.adapt(x)
+    output = keras.ops.convert_to_numpy(layer(x))
+    column_b = score_splits(data, vectors, whitened(adapted_whitening(x)))["test"]
+try:
+    Whitening(dtype="float64")
+    float64 = "built"
+except ValueError as error:
+    float64 = str(error)
+print(json.dumps({"backend": keras.config.backend(), "output": output.tolist(),
+                  "column_b": column_b, "float64": float64,
+                  "warnings": [str(w.message) for w in caught]}))
+"""
+
+
+def run_on(backend):
+    """BACKEND_RUN in a new process with KERAS_BACKEND=`backend`."""
+    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3")
+    env.pop("JAX_ENABLE_X64", None)  # JAX's default: 64-bit mode off.
+    run = subprocess.run(
+        [sys.executable, "-c", BACKEND_RUN, str(pathlib.Path(__file__).parent)],
+        capture_output=True, text=True, env=env, timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert result["backend"] == backend
+    return result
+
+
+def test_statistics_are_float64_on_tensorflow_and_jax():
+    """Reference: bojone/BERT-whitening's `compute_kernel_bias` in float64
+    numpy (`reference_whitening`). The same ill-conditioned vectors give
+    the same whitened vectors and the same column b (Spearman ×100 of the
+    whitened cosines, through the grid's whitening) on TensorFlow and on
+    JAX without its 64-bit mode, with no warning."""
+    x = ill_conditioned()
+    expected = reference_whitening(x)
+    # Ill-conditioned enough to matter: float32 statistics are off.
+    x32 = x - x.mean(axis=0)
+    u, s, _ = np.linalg.svd((x32.T @ x32) / np.float32(len(x) - 1))
+    assert np.abs(x32 @ (u / np.sqrt(s)) - expected).max() > 1e-3
+    data, vectors = column_b_pairs(x)
+    reference_b = grid_reference_b(data, vectors, x)
+    results = {backend: run_on(backend) for backend in ("tensorflow", "jax")}
+    for backend, result in results.items():
+        assert result["warnings"] == [], backend
+        # Applied in float32 (the layer's dtype), from float64 statistics.
+        _assert_matches_reference(np.asarray(result["output"]), expected, atol=1e-4)
+        assert abs(result["column_b"]["spearman"] - reference_b) <= 1e-4, backend
+    tensorflow, jax = results["tensorflow"], results["jax"]
+    np.testing.assert_allclose(tensorflow["output"], jax["output"], rtol=0, atol=1e-4)
+    assert abs(tensorflow["column_b"]["spearman"] - jax["column_b"]["spearman"]) <= 1e-4
+    # float64 weights need JAX's 64-bit mode: refused in one line without it.
+    assert tensorflow["float64"] == "built"
+    assert "needs JAX's 64-bit mode" in jax["float64"] and "\n" not in jax["float64"]
+
+
+def grid_reference_b(data, vectors, x):
+    """Column b by bojone's formula: Spearman ×100 (scipy) of the cosines
+    of the pairs whitened with the kernel and bias fitted on `x`."""
+    import scipy.stats
+
+    v1, v2 = (reference_whitening(side, fit=x) for side in vectors["test"])
+    cosine = np.sum(v1 * v2, axis=1) / (np.linalg.norm(v1, axis=1) * np.linalg.norm(v2, axis=1))
+    return 100 * scipy.stats.spearmanr(data["test"].scores, cosine)[0]
