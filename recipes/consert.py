@@ -50,7 +50,7 @@ def main(argv=None):
     from kcse.experiments.command_line import recipe_main
 
     return recipe_main(
-        "consert", __doc__, REPO / "runs" / "consert", argv, poolings=("last2avg",)
+        "consert", __doc__, REPO / "runs" / "consert", argv
     )
 
 

@@ -26,7 +26,7 @@ def main(argv=None):
     from kcse.experiments.command_line import recipe_main
 
     return recipe_main(
-        "ct", __doc__, REPO / "runs" / "contrastive_tension", argv, poolings=("P3",)
+        "ct", __doc__, REPO / "runs" / "contrastive_tension", argv
     )
 
 

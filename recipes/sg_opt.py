@@ -20,7 +20,7 @@ def main(argv=None):
     from kcse.experiments.command_line import recipe_main
 
     return recipe_main(
-        "sg_opt", __doc__, REPO / "runs" / "sg_opt", argv, poolings=("P1",)
+        "sg_opt", __doc__, REPO / "runs" / "sg_opt", argv
     )
 
 
