@@ -8,6 +8,7 @@ from kcse.models.layer_taps import transformer_states
 from kcse.layers.nli_classifier import NLIClassifier
 from kcse.layers.view_augmentation import AdversarialPerturbation
 from kcse.layers.view_augmentation import TokenShuffle
+from kcse.layers.view_specs import CONSERT_SCRIPT_VIEWS
 from kcse.layers.view_specs import view_from_spec
 from kcse.losses.nt_xent_loss import NTXentLoss
 from kcse.objectives.encoder_objective import EncoderObjective
@@ -18,13 +19,11 @@ LABELS = "nli_labels"
 
 
 def consert_views(mode):
-    """ConSERT's two view layers for `mode` (None: the sentence as it is),
-    the views of its scripts in the method registry
-    (`kcse.experiments.methods.consert.PAPER_SETTINGS["views"]`); `"sup"`,
-    without a contrastive term, keeps unsup's."""
-    from kcse.experiments.methods.consert import PAPER_SETTINGS
-
-    specs = PAPER_SETTINGS["views"].value["joint" if mode == "joint" else "unsup"]
+    """ConSERT's two view layers for `mode` (None: the sentence as it is):
+    its scripts' (`kcse.layers.view_specs.CONSERT_SCRIPT_VIEWS`, the method
+    registry's `views` paper setting); `"sup"`, without a contrastive term,
+    keeps unsup's."""
+    specs = CONSERT_SCRIPT_VIEWS["joint" if mode == "joint" else "unsup"]
     return tuple(view_from_spec(spec) for spec in specs)
 
 

@@ -13,6 +13,7 @@ from kcse.experiments.methods.method import Method
 from kcse.experiments.methods.method import PaperSetting
 from kcse.experiments.methods.method import fit
 from kcse.experiments.methods.method import script_optimizer
+from kcse.layers.view_specs import CONSERT_SCRIPT_VIEWS
 from kcse.layers.view_specs import split_view
 from kcse.layers.view_specs import view_from_spec
 
@@ -55,17 +56,7 @@ PAPER_SETTINGS = {
     "long_max_length": PaperSetting(
         64, "scripts/chinese/unsup-consert-base-pawsx.sh: --max_seq_length 64"),
     "views": PaperSetting(
-        {
-            # --da_final_1 feature_cutoff --cutoff_rate_final_1 0.2 --da_final_2 shuffle
-            "unsup": ["feature_cutoff:0.2", "shuffle"],
-            # --data_augmentation_strategy cutoff --cutoff_direction row
-            # --cutoff_rate 0.1, against the sentence as it is
-            "joint": ["none", "token_cutoff:0.1"],
-            # the second stage: cutoff, column, 0.1
-            "sup-unsup": ["none", "feature_cutoff:0.1"],
-            # the second stage: shuffle
-            "joint-unsup": ["none", "shuffle"],
-        },
+        CONSERT_SCRIPT_VIEWS,
         f"by stage: unsup feature_cutoff:0.2,shuffle ({UNSUP_SCRIPTS}); joint "
         "none,token_cutoff:0.1 (sup-consert-joint-base.sh); the unsup stage of "
         "sup-unsup none,feature_cutoff:0.1 and of joint-unsup none,shuffle "
