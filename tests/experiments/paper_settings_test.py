@@ -157,6 +157,11 @@ def test_every_method_states_every_setting_with_a_source():
             assert setting in method.paper_settings, (name, setting)
         for setting, paper in method.paper_settings.items():
             assert paper.source.strip(), (name, setting)
+        # A flag that sets a paper setting defaults to it (ConSERT's --views to
+        # None: the setting's views of each stage).
+        for flag in method.flags:
+            if flag.dest in method.paper_settings and flag.default is not None:
+                assert flag.default == method.paper(flag.dest), (name, flag.names[0])
 
 
 def test_su_settings_in_the_registry_are_the_su_protocol():
