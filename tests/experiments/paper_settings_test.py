@@ -132,6 +132,8 @@ OBJECTIVE_DEFAULTS = [
     ("simcse", kcse.SimCSE, "temperature", "temperature"),
     ("simcse", kcse.SimCSE, "negatives", "negatives"),
     ("simcse", kcse.SimCSE, "mlm_weight", "mlm_weight"),
+    ("simcse", kcse.losses.SimCSELoss, "temperature", "temperature"),
+    ("simcse", kcse.losses.SimCSELoss, "negatives", "negatives"),
     ("sup_simcse", kcse.SupervisedSimCSE, "temperature", "temperature"),
     ("sup_simcse", kcse.SupervisedSimCSE, "hard_negative_weight", "hard_negative_weight"),
     ("ct", kcse.ContrastiveTension, "negatives", "negative_pairs"),
