@@ -106,11 +106,16 @@ def build_parser():
 
     train = commands.add_parser(
         "train", help="train an encoder with a method on a task's sentences",
-        description="Trains --model with --method on --task's data under "
-        "--protocol; writes OUTPUT/encoder.keras and OUTPUT/train.json (test "
-        "Spearman before and after), and prints them.",
+        description="Trains --model with --method on --task's data under\n"
+        "--protocol; writes OUTPUT/encoder.keras and OUTPUT/train.json (test\n"
+        "Spearman before and after), and prints them. Every setting left out is\n"
+        "the method's paper's (the method registry, listed below with its source).",
+        epilog=command_line.paper_settings_epilog(methods.METHODS),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_model_arguments(train, max_length=False)  # The protocol's flag.
+    add_model_arguments(train, max_length=False,  # The protocol's flag.
+                        pooling="the pooling the method's paper reports, its "
+                        "scoring_pooling below, else last_avg")
     train.add_argument("--method", choices=tuple(methods.METHODS), default="simcse")
     train.add_argument("--task", choices=CHINESE_TASKS, default="STS-B")
     train.add_argument("--data-dir", type=pathlib.Path,
@@ -215,12 +220,14 @@ def build_parser():
     return parser
 
 
-def add_model_arguments(parser, max_length=True):
+def add_model_arguments(parser, max_length=True, pooling="last_avg"):
+    """`--model`, `--pooling` (its default, in words: `pooling`), `--prefix`,
+    `--max-length` (with `max_length`), `--checkpoint-root`, `--verbose`."""
     parser.add_argument("--model", required=True,
                         help="a .keras file, e5-small, Su's model names (with "
                         "--checkpoint-root), a keras-hub preset or folder, or PATH:family")
     parser.add_argument("--pooling", choices=POOLING_NAMES, default=None,
-                        help="(default: last_avg; a .keras file keeps its own)")
+                        help=f"(default: {pooling}; a .keras file keeps its own)")
     parser.add_argument("--prefix", default=None,
                         help="prepended to every sentence (default: the model's, "
                         "\"query: \" for e5-small, else none)")
@@ -247,6 +254,9 @@ def check_arguments(args):
         raise UsageError("--checkpoint-root is for checkpoint names; --model is a .keras file")
     if args.command == "export":
         check_export_arguments(args)
+    if (args.command == "train" and args.pooling is None
+            and not args.model.endswith(".keras")):
+        args.pooling = scoring_pooling(args.method)
     if args.pooling is not None:  # What the model's files say; else after it loads.
         problem = pooling_problem(args.model, args.pooling, args.checkpoint_root)
         if problem is not None:
@@ -365,6 +375,13 @@ def replaced_output(args):
         if not args.output.is_dir() or any(args.output.iterdir()):
             return args.output
     return None
+
+
+def scoring_pooling(method):
+    """The pooling `kcse train --method method` scores with by default:
+    the one its paper reports (the registry's `scoring_pooling`; the
+    recipes' row), else last_avg."""
+    return methods.METHODS[method].paper("scoring_pooling") or "last_avg"
 
 
 def load_encoder(args, sequence_length=None, inference_only=False):

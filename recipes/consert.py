@@ -3,29 +3,15 @@
 The grid, data, protocols and results of `recipes/chinese_simcse.py`
 (`--help` lists them), with column c trained by ConSERT (Yan et al., 2021):
 two embedding-level views per sentence, NT-Xent with the two directions
-summed, weighted by α. Every default is ConSERT's, from the file of
-yym6472/ConSERT named:
-
-- views feature_cutoff:0.2 and shuffle, batch 96, max length 64 (PAWSX too),
-  learning rate 5e-7, temperature 0.1, α 0.15 (`--cl_rate`), hidden dropout
-  0.1 (BERT's; no `--no_dropout`): `scripts/chinese/unsup-consert-base-*.sh`;
-- joint mode: views none and token_cutoff:0.1, NLI head on (a, b, |a − b|,
-  max(a, b)²) (`--no-nli-max-square`: without the last):
-  `scripts/sup-consert-joint-base.sh`; NLI stage one epoch at
-  lr 2e-5 (`--nli-learning-rate`): `main.py`'s defaults, which that script
-  keeps;
-- second stage of sup-unsup: none and feature_cutoff:0.1; of joint-unsup:
-  none and shuffle: `scripts/sup-consert-{sup,joint}-unsup-base.sh`.
-
-Su's protocol decides the training sentences and epochs (1 epoch over
-`--sentences`); ConSERT's scripts train 10 epochs (STS-B 100) with early
-stopping on valid every 20 steps, which `--protocol clean --epochs 10
---eval-every 20` approaches. Every stage trains as `main.py` does: AdamW (eps
-1e-6, no bias correction, weight decay 0.01 but on biases and LayerNorm) at a
-10% linear warm-up then linear decay (`--optimizer adam`: Keras' Adam at the
-constant rate), with last-layer mean pooling (`--training-pooling`); the
-grid's rows are the scoring poolings, by default `last2avg`, the one
-ConSERT's tables report (`eval_*_unsup(..., last2avg=True)` in `main.py`).
+summed, weighted by α. Every default is ConSERT's, from yym6472/ConSERT's
+scripts and `main.py` or its paper: the method registry's paper settings
+(`kcse.experiments.methods.consert.PAPER_SETTINGS`), listed with their
+sources at the end of this help: the views of each stage, batch, length,
+learning rates, temperature, α, the NLI head, AdamW at WarmupLinear
+(`--optimizer adam`: Keras' Adam at the constant rate), last-layer mean
+pooling in training (`--training-pooling`) and the grid's row `last2avg`,
+the pooling ConSERT's tables report. Su's protocol decides the training
+sentences and epochs (1 epoch over `--sentences`).
 
     python recipes/consert.py
     python recipes/consert.py --views shuffle,token_cutoff:0.15 --learning-rate 5e-6
@@ -50,7 +36,7 @@ def main(argv=None):
     from kcse.experiments.command_line import recipe_main
 
     return recipe_main(
-        "consert", __doc__, REPO / "runs" / "consert", argv, poolings=("last2avg",)
+        "consert", __doc__, REPO / "runs" / "consert", argv
     )
 
 

@@ -7,11 +7,12 @@ of the model read sentence pairs, one positive (the same sentence) and K
 negatives (two sentences) per group, and learn by the logistic loss of the
 dot product of their mean-pooled vectors whether they read the same
 sentence. Every default is the authors', from
-FreddeFrallan/Contrastive-Tension `ContrastiveTension/Training.py`: batch 16
-pairs, K = 7 (`--negative-pairs`), RMSprop at 1e-5 stepping down by 20% of
-it every 500 steps, no dropout, 75 tokens; mean pooling is the grid's P3.
-They train 10 × 500 steps; here the protocol's sentences make the epoch
-(one pair per sentence; `--sentences`, `--epochs`).
+FreddeFrallan/Contrastive-Tension (the method registry's paper settings,
+`kcse.experiments.methods.contrastive_tension.PAPER_SETTINGS`, listed with
+their sources at the end of this help: K, batch, RMSprop's steps, length,
+the row P3, their mean pooling). They train 10 × 500 steps; here the
+protocol's sentences make the epoch (one pair per sentence; `--sentences`,
+`--epochs`).
 
     python recipes/contrastive_tension.py
     python recipes/contrastive_tension.py --poolings P3 --sentences 10000 --epochs 10
@@ -26,7 +27,7 @@ def main(argv=None):
     from kcse.experiments.command_line import recipe_main
 
     return recipe_main(
-        "ct", __doc__, REPO / "runs" / "contrastive_tension", argv, poolings=("P3",)
+        "ct", __doc__, REPO / "runs" / "contrastive_tension", argv
     )
 
 

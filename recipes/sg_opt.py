@@ -3,9 +3,10 @@
 The grid, data, protocols and results of `recipes/chinese_simcse.py`
 (`--help` lists them), with column c trained by SG-OPT (Kim et al., 2021):
 a frozen copy's mean-pooled layer states are the pivots of the trained
-encoder's sentence vector, through a shared projection head, temperature
-0.01, λ = 0.1 on Σ‖θ_T − θ_F‖². SG-OPT's batch 16, lr 5e-5 and BERT's hidden
-dropout 0.1 are the defaults here; SG-OPT pools [CLS] (P1), the default pooling.
+encoder's sentence vector, through a shared projection head, τ on NT-Xent,
+λ on Σ‖θ_T − θ_F‖². Every default is SG-OPT's (the method registry's paper
+settings, `kcse.experiments.methods.sg_opt.PAPER_SETTINGS`, listed with their
+sources at the end of this help), the row [CLS] (P1) included.
 
     python recipes/sg_opt.py
     python recipes/sg_opt.py --projection-dim 1024 --poolings P1,P3
@@ -20,7 +21,7 @@ def main(argv=None):
     from kcse.experiments.command_line import recipe_main
 
     return recipe_main(
-        "sg_opt", __doc__, REPO / "runs" / "sg_opt", argv, poolings=("P1",)
+        "sg_opt", __doc__, REPO / "runs" / "sg_opt", argv
     )
 
 

@@ -7,7 +7,9 @@ lines: entailment positive, contradiction hard negative) or, without it,
 from the task's labelled train pairs (`labelled_pair_triplets`: similar
 pairs as anchor/positive, a dissimilar pair's second sentence as hard
 negative). Labels of valid and test are never read, under any protocol.
-Hidden dropout 0.1 (BERT's, as princeton-nlp/SimCSE), temperature 0.05.
+The defaults are the method registry's paper settings
+(`kcse.experiments.methods.sup_simcse.PAPER_SETTINGS`), listed with their
+sources at the end of this help.
 
     python recipes/sup_simcse.py
     python recipes/sup_simcse.py --nli cnsd_snli_v1.0.train.jsonl --hard-negative-weight 0.5

@@ -53,18 +53,37 @@ def postprocessing_list(text):
     return ["whitening"] + [name for name in names if name != "whitening"]
 
 
-def comparison_parser(doc, output, poolings=DEFAULT_POOLINGS, languages=None):
+def method_poolings(method):
+    """The grid's default rows for `method` (a name of `METHODS`): the
+    pooling its paper reports (its `scoring_pooling` paper setting), else
+    `DEFAULT_POOLINGS`."""
+    pooling = METHODS[method].paper("scoring_pooling")
+    return [pooling] if pooling else list(DEFAULT_POOLINGS)
+
+
+def paper_settings_epilog(names):
+    """The paper settings of the methods `names`, each with its source, as
+    `--help` ends."""
+    return "\n\n".join(
+        f"{METHODS[name].title} (--method {name}): the paper's settings, the defaults\n"
+        + METHODS[name].paper_settings_text() for name in names)
+
+
+def comparison_parser(doc, output, poolings=None, languages=None, methods=()):
     """The recipes' shared arguments; `doc` is the recipe's docstring.
 
-    `output` is the default results folder; `poolings` the default ones.
-    The training settings default to None: the protocol's, or the
-    method's `protocol_defaults`. With `languages` (the default
-    `--data-dir` of stsb-multi-mt), the grid's tasks are stsb-multi-mt
-    languages (`--languages`) instead of Su's Chinese tasks.
+    `output` is the default results folder; `poolings` the default ones
+    (None: the method's, `method_poolings`, set by `recipe_main` once
+    `--method` is known). The training settings default to None: the
+    protocol's, or the method's `protocol_defaults`. With `languages` (the
+    default `--data-dir` of stsb-multi-mt), the grid's tasks are
+    stsb-multi-mt languages (`--languages`) instead of Su's Chinese tasks.
+    `--help` ends with the paper settings of `methods`.
     """
     parser = arguments.Parser(
         description=doc.split("\n\n")[0],
-        epilog=doc.split("\n\n", 1)[1],
+        epilog="\n\n".join([doc.split("\n\n", 1)[1].rstrip()]
+                           + ([paper_settings_epilog(methods)] if methods else [])),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     group = parser.add_argument_group("grid")
@@ -74,9 +93,12 @@ def comparison_parser(doc, output, poolings=DEFAULT_POOLINGS, languages=None):
                        "--checkpoint-root, e5-small, a keras-hub preset, a local "
                        "folder, or PATH:family (default: e5-small)")
     group.add_argument("--poolings", type=arguments.choices_list(POOLING_NAMES),
-                       default=list(poolings),
-                       help=f"P1..P4 (default: {','.join(poolings)}; Su: "
-                       "P1,P2,P3,P4; P2 is skipped without a pooler), also "
+                       default=None if poolings is None else list(poolings),
+                       help="P1..P4 (default: "
+                       + ("the pooling the method's paper reports (its scoring_pooling "
+                          f"below), else {','.join(DEFAULT_POOLINGS)}"
+                          if poolings is None else ",".join(poolings))
+                       + "; Su: P1,P2,P3,P4; P2 is skipped without a pooler), also "
                        "last2avg, max and wk (SBERT-WK's layer weighting, "
                        "needs 6+ layers)")
     if languages is None:
@@ -486,24 +508,27 @@ def _importable(name):
     return importlib.util.find_spec(name) is not None
 
 
-def recipe_main(method_name, doc, output, argv=None, poolings=DEFAULT_POOLINGS,
+def recipe_main(method_name, doc, output, argv=None, poolings=None,
                 languages=None, choose_method=False):
     """A comparison recipe's `main`: its method's flags, checks, then the grid.
 
+    `poolings`: the default rows (None: the method's, `method_poolings`).
     `languages`: the default `--data-dir` of stsb-multi-mt for a grid over
     its languages (`comparison_parser`). With `choose_method`, `--method`
     picks any method of the registry (default: `method_name`) and every
     method's flags are there. Returns the `ResultStore`; a bad argument or
     input exits 2 with one line, failed cells exit 1 after the others ran.
     """
-    parser = comparison_parser(doc, output, poolings, languages)
+    names = list(METHODS) if choose_method else [method_name]
+    parser = comparison_parser(doc, output, poolings, languages, methods=names)
     if choose_method:
         parser.add_argument("--method", choices=tuple(METHODS), default=method_name,
                             help="the method of column c (default: %(default)s)")
-    add_method_arguments(parser, METHODS if choose_method else [method_name])
+    add_method_arguments(parser, names)
     try:
         args = parser.parse_args(argv)
         method_name = args.method if choose_method else method_name
+        args.poolings = args.poolings or method_poolings(method_name)
         check_comparison_arguments(args, method_name)
     except arguments.UsageError as error:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)

@@ -11,16 +11,20 @@ under the untrained a and b, which no value changes. The `views` sweep also
 draws ConSERT's Figure 5 as a heatmap (`ablation_views.png`, with
 matplotlib): rows the first view, columns the second.
 
-The sweeps (`SWEEPS`), from ConSERT's paper (Yan et al., 2021; seed
-`000_aab5f32fefa2c676.txt`):
+The sweeps (`SWEEPS`), from ConSERT's paper (Yan et al., 2021; seeds
+`000_aab5f32fefa2c676.txt`, its slides, and `004_432fa8387c9c631c.txt`,
+its translation), their default values ConSERT's paper settings in the
+method registry (`kcse.experiments.methods.consert.PAPER_SETTINGS`, each
+with its source):
 
 - `views`: every pair of none, shuffle, token_cutoff, feature_cutoff and
-  dropout (Figure 5), at the view layers' default rates unless `--values`
-  names others (`feature_cutoff:0.2`). ConSERT's loss is symmetric in its
-  two views, so each unordered pair is trained once and fills both of its
-  heatmap cells.
-- `temperature`: NT-Xent's τ (Figure 7; ConSERT's best 0.1; the default
-  values are kcse's, around it).
+  dropout (Figure 5), at the paper's rates (§3.2: token cutoff 0.15,
+  feature cutoff 0.2, dropout 0.2) unless `--values` names others.
+  ConSERT's loss is symmetric in its two views, so each unordered pair is
+  trained once and fills both of its heatmap cells.
+- `temperature`: NT-Xent's τ (Figure 7; ConSERT's best 0.1. The seeds
+  hold Figure 7's caption but not the temperatures it plots: the default
+  values are kcse's, around 0.1).
 - `batch-size`: Table 4's sizes, 16, 48, 96, 192, 288.
 - `sentences`: training sentences per task, the few-shot setting (ConSERT
   reports results comparable to the full data from 1,000).
@@ -37,6 +41,8 @@ from kcse.experiments.sweeps import SWEEPS, sweep_values
 sweep_values(SWEEPS["views"], "none,shuffle")
 # [['none', 'none'], ['none', 'shuffle'], ['shuffle', 'shuffle']]
 sweep_values(SWEEPS["temperature"], "0.05,0.1")  # [0.05, 0.1]
+SWEEPS["views"].values  # 'none,shuffle,token_cutoff:0.15,feature_cutoff:0.2,dropout:0.2'
+
 ```
 """
 
@@ -50,6 +56,7 @@ import sys
 
 from kcse import arguments
 from kcse import atomic_files
+from kcse.experiments.methods.consert import PAPER_SETTINGS
 from kcse.layers.view_specs import split_view
 
 
@@ -106,14 +113,20 @@ def _yes_no(text):
     return [answers[value] for value in values]
 
 
+def _paper_values(setting):
+    """A paper setting's values as `--values` is written."""
+    return ",".join(map(str, PAPER_SETTINGS[setting].value))
+
+
 SWEEPS = {sweep.name: sweep for sweep in (
-    Sweep("views", "--views", "none,shuffle,token_cutoff,feature_cutoff,dropout",
-          view_pairs, "Figure 5, every pair of data augmentations"),
-    Sweep("temperature", "--temperature", "0.01,0.05,0.1,0.2,0.5",
+    Sweep("views", "--views", _paper_values("ablation_views"), view_pairs,
+          PAPER_SETTINGS["ablation_views"].source),
+    Sweep("temperature", "--temperature", _paper_values("ablation_temperatures"),
           _numbers(arguments.positive_number),
-          "Figure 7, NT-Xent's temperature (kcse's values around ConSERT's best, 0.1)"),
-    Sweep("batch-size", "--batch-size", "16,48,96,192,288",
-          _numbers(arguments.integer(minimum=2)), "Table 4, batch sizes"),
+          PAPER_SETTINGS["ablation_temperatures"].source),
+    Sweep("batch-size", "--batch-size", _paper_values("ablation_batch_sizes"),
+          _numbers(arguments.integer(minimum=2)),
+          PAPER_SETTINGS["ablation_batch_sizes"].source),
     Sweep("sentences", "--sentences", "100,1000,10000",
           _numbers(arguments.positive_integer),
           "few-shot: training sentences per task"),
@@ -299,10 +312,11 @@ def write_sweep(output, sweep, values, stores_and_keys, tasks, settings_text, pl
     return written
 
 
-def sweep_main(doc, output, argv=None, poolings=("last2avg",)):
+def sweep_main(doc, output, argv=None):
     """`recipes/consert_ablations.py`: ConSERT's recipe flags (with its
-    recipe's default rows, `poolings`: `last2avg`, the pooling ConSERT reports) plus `--sweep` and `--values`; runs one grid per value,
-    then writes the sweep's table.
+    recipe's default rows, the pooling ConSERT reports: `method_poolings`)
+    plus `--sweep` and `--values`; runs one grid per value, then writes the
+    sweep's table.
     Bad flags exit 2 with one line before any work; failed cells exit 1
     after the table is written."""
     from kcse.experiments.command_line import add_method_arguments
@@ -310,11 +324,13 @@ def sweep_main(doc, output, argv=None, poolings=("last2avg",)):
     from kcse.experiments.command_line import comparison_parser
     from kcse.experiments.command_line import exit_for_failed_cells
     from kcse.experiments.command_line import finished_cells
+    from kcse.experiments.command_line import method_poolings
     from kcse.experiments.command_line import one_line_stops
     from kcse.experiments.command_line import run_grids
     from kcse.experiments.command_line import write_mteb_output
 
-    parser = comparison_parser(doc, output, poolings)
+    parser = comparison_parser(doc, output, method_poolings("consert"),
+                               methods=["consert"])
     add_method_arguments(parser, ["consert"])
     group = parser.add_argument_group("sweep")
     group.add_argument("--sweep", choices=tuple(SWEEPS), required=True,

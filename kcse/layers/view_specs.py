@@ -34,6 +34,23 @@ VIEWS = {
 }
 NO_VIEW = "none"
 
+# ConSERT's two views of each contrastive stage, from yym6472/ConSERT's run
+# scripts: the `views` paper setting of the method registry
+# (`kcse.experiments.methods.consert.PAPER_SETTINGS`, with its source) and
+# `kcse.ConSERT`'s default. "sup" has no contrastive term.
+CONSERT_SCRIPT_VIEWS = {
+    # scripts/chinese/unsup-consert-base-*.sh: --da_final_1 feature_cutoff
+    # --cutoff_rate_final_1 0.2 --da_final_2 shuffle
+    "unsup": ["feature_cutoff:0.2", "shuffle"],
+    # scripts/sup-consert-joint-base.sh: --data_augmentation_strategy cutoff
+    # --cutoff_direction row --cutoff_rate 0.1 (against the sentence as is)
+    "joint": ["none", "token_cutoff:0.1"],
+    # second stage of scripts/sup-consert-sup-unsup-base.sh: cutoff, column, 0.1
+    "sup-unsup": ["none", "feature_cutoff:0.1"],
+    # second stage of scripts/sup-consert-joint-unsup-base.sh: shuffle
+    "joint-unsup": ["none", "shuffle"],
+}
+
 
 def split_view(text):
     """`(name, value)` of a view spec `name[:value]`; `("none", None)`.

@@ -23,7 +23,9 @@ class NTXentLoss(SimCSELoss):
     `y_true` is ignored (pass `None`).
 
     Args:
-        temperature: float. 0.1 in ConSERT's scripts.
+        temperature: float. ConSERT's by default (the method registry's,
+            `kcse.experiments.methods.consert.PAPER_SETTINGS`, with its
+            source).
 
     Example:
     ```python

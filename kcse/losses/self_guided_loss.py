@@ -55,7 +55,8 @@ class SelfGuidedLoss(LabelFreeLoss):
     passes b labels for its 2b rows.
 
     Args:
-        temperature: float. τ, 0.01 in SG-OPT.
+        temperature: float. τ; SG-OPT's by default (the method registry's,
+            `kcse.experiments.methods.sg_opt.PAPER_SETTINGS`, with its source).
         variant: `"opt3"` (SG-OPT, default), `"opt2"`, `"opt1"` or `"base"`
             (SG).
 

@@ -41,7 +41,9 @@ class SimCSELoss(LabelFreeLoss):
     sentences as any Keras loss.
 
     Args:
-        temperature: float. Softmax temperature (SimCSE 0.05, i.e. scale 20).
+        temperature: float. Softmax temperature; SimCSE's by default (the
+            method registry's, `kcse.experiments.methods.simcse.PAPER_SETTINGS`,
+            with its source).
         negatives: `"both_views"` or `"cross_view"`.
         hard_negative_weight: float. Added to each anchor's logit for its
             own hard negative (third view only).

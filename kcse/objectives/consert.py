@@ -8,6 +8,7 @@ from kcse.models.layer_taps import transformer_states
 from kcse.layers.nli_classifier import NLIClassifier
 from kcse.layers.view_augmentation import AdversarialPerturbation
 from kcse.layers.view_augmentation import TokenShuffle
+from kcse.layers.view_specs import CONSERT_SCRIPT_VIEWS
 from kcse.layers.view_specs import view_from_spec
 from kcse.losses.nt_xent_loss import NTXentLoss
 from kcse.objectives.encoder_objective import EncoderObjective
@@ -15,26 +16,14 @@ from kcse.objectives.encoder_objective import EncoderObjective
 MODES = ("unsup", "sup", "joint")
 # Inside a training batch, the NLI labels the adversarial view needs.
 LABELS = "nli_labels"
-# ConSERT's two views of each contrastive stage (`kcse.layers.view_specs`),
-# from yym6472/ConSERT's run scripts. "sup" has no contrastive term.
-SCRIPT_VIEWS = {
-    # scripts/chinese/unsup-consert-base-*.sh: --da_final_1 feature_cutoff
-    # --cutoff_rate_final_1 0.2 --da_final_2 shuffle
-    "unsup": ["feature_cutoff:0.2", "shuffle"],
-    # scripts/sup-consert-joint-base.sh: --data_augmentation_strategy cutoff
-    # --cutoff_direction row --cutoff_rate 0.1 (against the sentence as is)
-    "joint": ["none", "token_cutoff:0.1"],
-    # second stage of scripts/sup-consert-sup-unsup-base.sh: cutoff, column, 0.1
-    "sup-unsup": ["none", "feature_cutoff:0.1"],
-    # second stage of scripts/sup-consert-joint-unsup-base.sh: shuffle
-    "joint-unsup": ["none", "shuffle"],
-}
 
 
 def consert_views(mode):
-    """ConSERT's two view layers for `mode` (`SCRIPT_VIEWS`; None: the
-    sentence as it is); `"sup"`, without a contrastive term, keeps unsup's."""
-    specs = SCRIPT_VIEWS["joint" if mode == "joint" else "unsup"]
+    """ConSERT's two view layers for `mode` (None: the sentence as it is):
+    its scripts' (`kcse.layers.view_specs.CONSERT_SCRIPT_VIEWS`, the method
+    registry's `views` paper setting); `"sup"`, without a contrastive term,
+    keeps unsup's."""
+    specs = CONSERT_SCRIPT_VIEWS["joint" if mode == "joint" else "unsup"]
     return tuple(view_from_spec(spec) for spec in specs)
 
 
@@ -71,29 +60,28 @@ class ConSERT(EncoderObjective):
     on NLI followed by an `"unsup"` fit on the target sentences with the
     same encoder (`recipes/consert.py` does both).
 
-    Every default is ConSERT's, from the file named: `views` (see
-    `consert_views`), `temperature` 0.1 and `contrastive_weight` 0.15
-    (`--temperature 0.1 --cl_rate 0.15` in every script under `scripts/`),
-    the max-square feature of the NLI head (`--concatenation_sent_max_square`
-    in `scripts/sup-consert-*.sh`). Its scripts also set batch 96, max
-    length 64 and learning rate 5e-7 for the unsupervised runs
-    (`scripts/chinese/unsup-consert-base-*.sh`) and 2e-5 for the NLI runs
-    (`main.py`'s default); they belong to `compile` and `fit`, and
-    `recipes/consert.py` uses them.
+    Every default is ConSERT's: `views` (`consert_views`), `temperature`,
+    `contrastive_weight` and `max_square` are the method registry's paper
+    settings (`kcse.experiments.methods.consert.PAPER_SETTINGS`, each with
+    its source in yym6472/ConSERT), as are the batch size, length,
+    learning rates and poolings that belong to `compile`, `fit` and the
+    encoder, which `recipes/consert.py` and `kcse train --method consert`
+    read from there.
 
     Args:
         encoder: a `kcse.SentenceEncoder`. ConSERT trains with last-layer
-            mean pooling (`"last_avg"`).
+            mean pooling (the registry's `training_pooling`).
         views: two augmentation layers (or None for an un-augmented view);
             None: ConSERT's for `mode` (`consert_views`).
-        temperature: float. 0.1 in ConSERT.
+        temperature: float. The registry's `temperature`.
         mode: `"unsup"`, `"sup"` or `"joint"`.
         contrastive_weight: float. α, ConSERT's `cl_rate`: the weight of
-            NT-Xent in `"unsup"` and `"joint"`.
+            NT-Xent in `"unsup"` and `"joint"` (the registry's
+            `contrastive_weight`).
         num_classes: int. NLI classes for `"sup"` / `"joint"`.
         max_square: bool. The NLI head's features include max(r1, r2)²
-            (ConSERT's scripts); False: (r1, r2, |r1 − r2|), the paper's
-            eq. 2 and SBERT's.
+            (the registry's `nli_max_square`); False: (r1, r2, |r1 − r2|),
+            the paper's eq. 2 and SBERT's.
 
     In `"unsup"` and `"joint"` modes (in-batch negatives), `fit` raises
     `ValueError` for a batch size below 2 and leaves out a last in-memory

@@ -60,9 +60,12 @@ class SGOpt(EncoderObjective):
     Args:
         encoder: a `kcse.SentenceEncoder` without dimension-reducing
             whitening.
-        projection_dim: int. Width of the projection head (4096).
-        temperature: float. τ, 0.01.
-        regularization: float. λ, 0.1.
+        projection_dim: int. Width of the projection head.
+        temperature: float. τ.
+        regularization: float. λ.
+            These three default to SG-OPT's, the method registry's paper
+            settings (`kcse.experiments.methods.sg_opt.PAPER_SETTINGS`, with
+            their sources).
         variant: `"opt3"` (default), `"opt2"`, `"opt1"` or `"base"`; see
             `kcse.losses.SelfGuidedLoss`.
         pivot_pooling: `"mean"` (default) or `"max"` over the real tokens.

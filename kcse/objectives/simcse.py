@@ -66,7 +66,8 @@ class SimCSE(EncoderObjective):
 
     Args:
         encoder: a `kcse.SentenceEncoder`.
-        temperature: float. 0.05 in SimCSE.
+        temperature: float. SimCSE's by default (the method registry's,
+            `kcse.experiments.methods.simcse.PAPER_SETTINGS`, with its source).
         negatives: `"both_views"` (2N−2 negatives, Su Jianlin / bojone) or
             `"cross_view"` (N−1, princeton-nlp).
         mlp_only_train: bool. Whether the vectors pass through a new MLP

@@ -25,8 +25,11 @@ class SupervisedSimCSE(EncoderObjective):
 
     Args:
         encoder: a `kcse.SentenceEncoder`.
-        temperature: float. 0.05 in SimCSE.
-        hard_negative_weight: float. 0 in the paper.
+        temperature: float.
+        hard_negative_weight: float.
+            Both default to supervised SimCSE's, the method registry's
+            paper settings (`kcse.experiments.methods.sup_simcse.PAPER_SETTINGS`,
+            with their sources).
 
     `fit` raises `ValueError` for a batch size below 2 (the other triplets
     are the in-batch negatives) and leaves out a last in-memory batch of one

@@ -8,7 +8,7 @@ import pytest
 import kcse
 from kcse.layers.view_specs import split_view
 from kcse.layers.view_specs import view_from_spec
-from kcse.objectives.consert import SCRIPT_VIEWS
+from kcse.experiments.methods.consert import PAPER_SETTINGS
 from kcse.objectives.consert import consert_views
 
 
@@ -42,7 +42,7 @@ def test_consert_views_are_its_scripts_specs():
     joint = consert_views("joint")
     assert joint[0] is None and joint[1].rate == 0.1
     assert [type(view) for view in consert_views("sup")] == [type(view) for view in unsup]
-    for specs in SCRIPT_VIEWS.values():
+    for specs in PAPER_SETTINGS["views"].value.values():  # The registry's.
         for spec in specs:
             split_view(spec)
 

@@ -10,8 +10,10 @@ from kcse.experiments.methods.method import NLI_FLAG
 from kcse.experiments.methods.method import OPTIMIZER_FLAG
 from kcse.experiments.methods.method import Flag
 from kcse.experiments.methods.method import Method
+from kcse.experiments.methods.method import PaperSetting
 from kcse.experiments.methods.method import fit
 from kcse.experiments.methods.method import script_optimizer
+from kcse.layers.view_specs import CONSERT_SCRIPT_VIEWS
 from kcse.layers.view_specs import split_view
 from kcse.layers.view_specs import view_from_spec
 
@@ -21,6 +23,60 @@ MODES = ("unsup", "sup", "joint", "sup-unsup", "joint-unsup")
 # `--training-pooling`: a pooling of `kcse.layers.SentencePooling`, or "row",
 # the grid row's (the scoring pooling).
 TRAINING_POOLINGS = ("last_avg", "last2avg", "first_last_avg", "cls", "max", "row")
+
+# ConSERT's settings, each from the file of yym6472/ConSERT named, or from
+# the paper (Yan et al., ACL 2021; seeds 000, its slides, and 004, its
+# translation), the one place the recipes, `kcse train`, the flags and the
+# ablations read them from.
+UNSUP_SCRIPTS = "scripts/chinese/unsup-consert-base-*.sh"
+PAPER_SETTINGS = {
+    "scoring_pooling": PaperSetting(
+        "last2avg", "main.py reports the mean of the last two layers "
+        "(eval_*_unsup(..., last2avg=True))"),
+    "training_pooling": PaperSetting(
+        "last_avg", "main.py trains with models.Pooling(pooling_mode_mean_tokens=True)"),
+    "temperature": PaperSetting(0.1, "--temperature 0.1 in every script under scripts/"),
+    "contrastive_weight": PaperSetting(
+        0.15, "α, --cl_rate 0.15 in ConSERT's scripts, on its NT-Xent (the two "
+        "directions summed) in every contrastive stage"),
+    "optimizer": PaperSetting(
+        "adamw", "main.py: transformers.AdamW (eps 1e-6, correct_bias False) at "
+        "WarmupLinear, through sentence-transformers' fit"),
+    "learning_rate": PaperSetting(5e-7, f"{UNSUP_SCRIPTS}: --learning_rate 5e-7"),
+    "nli_learning_rate": PaperSetting(
+        2e-5, "the NLI stage, one epoch: main.py's --learning_rate 2e-5 and "
+        "--num_epochs 1, which scripts/sup-consert-joint-base.sh keeps"),
+    "batch_size": PaperSetting(96, f"{UNSUP_SCRIPTS}: --batch_size 96"),
+    "epochs": PaperSetting(
+        1, "Su's protocol, 1 epoch; ConSERT's scripts train 10 (STS-B 100) with "
+        "early stopping on valid every 20 steps, which --protocol clean --epochs 10 "
+        "--eval-every 20 approaches"),
+    "hidden_dropout": PaperSetting(0.1, f"BERT's: {UNSUP_SCRIPTS} have no --no_dropout"),
+    "max_length": PaperSetting(64, f"{UNSUP_SCRIPTS}: --max_seq_length 64"),
+    "long_max_length": PaperSetting(
+        64, "scripts/chinese/unsup-consert-base-pawsx.sh: --max_seq_length 64"),
+    "views": PaperSetting(
+        CONSERT_SCRIPT_VIEWS,
+        f"by stage: unsup feature_cutoff:0.2,shuffle ({UNSUP_SCRIPTS}); joint "
+        "none,token_cutoff:0.1 (sup-consert-joint-base.sh); the unsup stage of "
+        "sup-unsup none,feature_cutoff:0.1 and of joint-unsup none,shuffle "
+        "(sup-consert-{sup,joint}-unsup-base.sh)"),
+    "nli_max_square": PaperSetting(
+        True, "the NLI head's features include max(r1, r2)²: "
+        "--concatenation_sent_max_square in sup-consert-*.sh (the paper's eq. 2 and "
+        "SBERT's: (r1, r2, |r1 − r2|))"),
+    # The ablations (`recipes/consert_ablations.py`).
+    "ablation_views": PaperSetting(
+        ("none", "shuffle", "token_cutoff:0.15", "feature_cutoff:0.2", "dropout:0.2"),
+        "Figure 5, every pair of data augmentations, at the rates of §3.2 Data "
+        "Augmentation Strategies as the seed 000 slides give them: token cutoff "
+        "p=0.15, feature cutoff p=0.2, dropout probability 0.2"),
+    "ablation_temperatures": PaperSetting(
+        (0.01, 0.05, 0.1, 0.2, 0.5),
+        "Figure 7, NT-Xent's temperature (its caption, seed 000: best at 0.1; the "
+        "seeds do not hold the temperatures it plots, so these are kcse's, around 0.1)"),
+    "ablation_batch_sizes": PaperSetting((16, 48, 96, 192, 288), "Table 4, batch sizes"),
+}
 
 
 def two_views(text):
@@ -43,24 +99,15 @@ class ConSERTMethod(Method):
     pairs (`kcse.data.NLIPairs`); `sup-unsup` and `joint-unsup` do
     that, then `unsup`, with the same encoder (ConSERT's two-stage modes).
 
-    Defaults, from yym6472/ConSERT: temperature 0.1, batch 96, max length 64
-    (PAWSX too) and learning rate 5e-7 for the contrastive stage
-    (`scripts/chinese/unsup-consert-base-*.sh`), hidden dropout 0.1 (those
-    scripts keep BERT's), NLI stage one epoch at 2e-5 (`main.py`'s defaults
-    `--num_epochs 1 --learning_rate 2e-5`, kept by
-    `scripts/sup-consert-joint-base.sh`), α 0.15 (`--cl_rate 0.15`), views
-    by stage (`kcse.objectives.consert.SCRIPT_VIEWS`). ConSERT's scripts
-    train 10 epochs (STS-B 100) with early stopping on valid every 20 steps
-    (patience 10), which `--protocol clean --epochs 10 --eval-every 20`
-    approaches. ConSERT trains with last-layer mean pooling (`main.py`'s
-    `models.Pooling(pooling_mode_mean_tokens=True)`) and reports the mean
-    of the last two layers (`eval_*_unsup(..., last2avg=True)`): every
-    stage trains with `training_pooling` over the encoder's backbone, and
-    the encoder, with its own pooling, is scored. Every stage trains as
-    `main.py` does, with transformers'
-    AdamW (eps 1e-6, `correct_bias=False`, weight decay 0.01 but on biases
-    and LayerNorm, gradients clipped to norm 1) at a linear warm-up over
-    the first ceil(10%) of the stage's steps, then a linear decay to 0
+    Every default is ConSERT's, in `PAPER_SETTINGS` with its source in
+    yym6472/ConSERT (temperature, batch, length and learning rate of the
+    contrastive stage; the NLI stage's rate; α; views by stage; the
+    poolings). Every stage trains with `training_pooling` over the
+    encoder's backbone, and the encoder, with its own pooling, is scored.
+    Every stage trains as `main.py` does, with transformers' AdamW (eps
+    1e-6, `correct_bias=False`, weight decay 0.01 but on biases and
+    LayerNorm, gradients clipped to norm 1) at a linear warm-up over the
+    first ceil(10%) of the stage's steps, then a linear decay to 0
     (`kcse.layers.adam_weight_decay.sentence_transformers_adamw`);
     `optimizer="adam"`: Keras' Adam at the constant rate.
 
@@ -79,45 +126,41 @@ class ConSERTMethod(Method):
 
     name = "consert"
     title = "ConSERT"
-    protocol_defaults = {"temperature": 0.1, "batch_size": 96, "learning_rate": 5e-7,
-                         "hidden_dropout": 0.1, "max_length": 64, "long_max_length": 64}
+    paper_settings = PAPER_SETTINGS
     flag_group = "ConSERT"
     flags = (
         Flag("--views", type=two_views,
              help="two views for every contrastive stage: none, "
              "shuffle, token_cutoff:R, feature_cutoff:R, "
              "span_cutoff:R, dropout:R, adversarial:NORM (default: "
-             "ConSERT's scripts' by stage: unsup "
-             "feature_cutoff:0.2,shuffle (chinese/unsup-consert-"
-             "base-*.sh); joint none,token_cutoff:0.1 "
-             "(sup-consert-joint-base.sh); the unsup stage of "
-             "sup-unsup none,feature_cutoff:0.1 and of joint-unsup "
-             "none,shuffle (sup-consert-*-unsup-base.sh))"),
+             "ConSERT's scripts' " + PAPER_SETTINGS["views"].source + ")"),
         Flag("--mode", choices=MODES, default="unsup"),
-        Flag("--contrastive-weight", type=arguments.non_negative_number, default=0.15,
-             help="α, ConSERT's cl_rate, on its NT-Xent (the two "
-             "directions summed) in every contrastive stage "
-             "(default 0.15: --cl_rate 0.15 in ConSERT's scripts)"),
-        Flag("--nli-learning-rate", type=arguments.positive_number, default=2e-5,
-             help="learning rate of the NLI stage, one epoch (default "
-             "2e-5: ConSERT's main.py, which sup-consert-joint-"
-             "base.sh keeps)"),
+        Flag("--contrastive-weight", type=arguments.non_negative_number,
+             default=PAPER_SETTINGS["contrastive_weight"].value,
+             help="α, ConSERT's cl_rate " + PAPER_SETTINGS["contrastive_weight"].help),
+        Flag("--nli-learning-rate", type=arguments.positive_number,
+             default=PAPER_SETTINGS["nli_learning_rate"].value,
+             help="learning rate of the NLI stage "
+             + PAPER_SETTINGS["nli_learning_rate"].help),
         OPTIMIZER_FLAG,
-        Flag("--training-pooling", choices=TRAINING_POOLINGS, default="last_avg",
+        Flag("--training-pooling", choices=TRAINING_POOLINGS,
+             default=PAPER_SETTINGS["training_pooling"].value,
              help="the pooling every stage trains with; the grid row's pooling "
-             "scores (default last_avg: main.py's models.Pooling(pooling_mode_mean_"
-             "tokens=True), while main.py reports last2avg, the recipe's default "
-             "row); row: train with the row's pooling (kcse's before)"),
-        Flag("--nli-max-square", action=argparse.BooleanOptionalAction, default=True,
-             help="the NLI head's features include max(r1, r2)² (default: yes, "
-             "--concatenation_sent_max_square in sup-consert-*.sh); "
-             "--no-nli-max-square: (r1, r2, |r1 − r2|), the paper's eq. 2 and SBERT's"),
+             "scores; row: train with the row's pooling (kcse's before) "
+             + PAPER_SETTINGS["training_pooling"].help),
+        Flag("--nli-max-square", action=argparse.BooleanOptionalAction,
+             default=PAPER_SETTINGS["nli_max_square"].value,
+             help="--no-nli-max-square: (r1, r2, |r1 − r2|) "
+             + PAPER_SETTINGS["nli_max_square"].help),
         NLI_FLAG,
     )
 
-    def __init__(self, views=None, mode="unsup", nli=None, contrastive_weight=0.15,
-                 nli_learning_rate=2e-5, optimizer="adamw", training_pooling="last_avg",
-                 max_square=True, rematerialize=False):
+    def __init__(self, views=None, mode="unsup", nli=None,
+                 contrastive_weight=PAPER_SETTINGS["contrastive_weight"].value,
+                 nli_learning_rate=PAPER_SETTINGS["nli_learning_rate"].value,
+                 optimizer=PAPER_SETTINGS["optimizer"].value,
+                 training_pooling=PAPER_SETTINGS["training_pooling"].value,
+                 max_square=PAPER_SETTINGS["nli_max_square"].value, rematerialize=False):
         super().__init__(rematerialize)
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}; got {mode!r}.")
@@ -155,14 +198,13 @@ class ConSERTMethod(Method):
 
     def stage_views(self):
         """The two view specs of each contrastive stage: `{"nli"|"unsup": [...]}`."""
-        from kcse.objectives.consert import SCRIPT_VIEWS
-
+        script_views = PAPER_SETTINGS["views"].value
         supervised, _, then = self.mode.partition("-")
         stages = {}
         if supervised == "joint":
-            stages["nli"] = SCRIPT_VIEWS["joint"]
+            stages["nli"] = script_views["joint"]
         if supervised == "unsup" or then == "unsup":
-            stages["unsup"] = SCRIPT_VIEWS[self.mode]
+            stages["unsup"] = script_views[self.mode]
         if self.views is not None:
             stages = {stage: list(self.views) for stage in stages}
         return stages

@@ -3,7 +3,29 @@
 from kcse import arguments
 from kcse.experiments.methods.method import Flag
 from kcse.experiments.methods.method import Method
+from kcse.experiments.methods.method import PaperSetting
 from kcse.experiments.protocols import protocol_from_args
+
+# Contrastive Tension as FreddeFrallan/Contrastive-Tension runs it, each
+# setting with its source.
+TRAINING = "ContrastiveTension/Training.py"
+PAPER_SETTINGS = {
+    "scoring_pooling": PaperSetting(
+        "P3", "mean pooling of the last layer, ContrastiveTensionModel.py"),
+    "training_pooling": PaperSetting("row", "the pooling it scores, the last layer's mean"),
+    "negative_pairs": PaperSetting(7, f"K negative pairs per positive pair, {TRAINING}"),
+    "optimizer": PaperSetting(
+        "rmsprop", f"{TRAINING}: RMSprop, the rate stepping down by 20% of it every "
+        "500 steps (PiecewiseConstantDecay)"),
+    "learning_rate": PaperSetting(1e-5, TRAINING),
+    "batch_size": PaperSetting(16, f"{TRAINING}: 16 sentence pairs"),
+    "epochs": PaperSetting(
+        1, "Su's protocol, a pair per sentence (the authors train 10 × 500 steps)"),
+    "max_length": PaperSetting(75, TRAINING),
+    "hidden_dropout": PaperSetting(
+        0.3, "Su's protocol; both models run without dropout in training "
+        "(ContrastiveTension, dropout=False)"),
+}
 
 
 class ContrastiveTensionMethod(Method):
@@ -25,19 +47,21 @@ class ContrastiveTensionMethod(Method):
 
     name = "ct"
     title = "CT"
-    protocol_defaults = {"batch_size": 16, "learning_rate": 1e-5, "max_length": 75}
+    paper_settings = PAPER_SETTINGS
     flag_group = "Contrastive Tension"
     flags = (
-        Flag("--negative-pairs", type=arguments.positive_integer, default=7,
+        Flag("--negative-pairs", type=arguments.positive_integer,
+             default=PAPER_SETTINGS["negative_pairs"].value,
              help="K, negative sentence pairs per positive pair; "
              "--batch-size (pairs) must be a multiple of K + 1 "
-             "(default 7, with batch 16: Contrastive-Tension's Training.py)"),
+             + PAPER_SETTINGS["negative_pairs"].help),
     )
     # ContrastiveTension/Training.py: the learning rate's steps.
     SCHEDULE_BOUNDARIES = (500, 1000, 1500, 2000)
     SCHEDULE_FACTORS = (1.0, 0.8, 0.6, 0.4, 0.2)
 
-    def __init__(self, negatives=7, rematerialize=False):
+    def __init__(self, negatives=PAPER_SETTINGS["negative_pairs"].value,
+                 rematerialize=False):
         super().__init__(rematerialize)
         self.negatives = negatives
 

@@ -2,16 +2,58 @@
 
 A method is one file in this package and one line in its registry
 (`kcse.experiments.methods.METHODS`). The file says, without importing
-Keras, the method's name, its paper's settings (`protocol_defaults`, with
-their source), its own command-line flags (`flags`, checked by
-`check_arguments` before TensorFlow starts) and how the flags build it
-(`from_args`); at run time its `objective` wraps the cell's encoder and
-`train` fits it on the data the protocol gives.
+Keras, the method's name, its paper's settings (`paper_settings`: each a
+`PaperSetting`, a value and its source), its own command-line flags
+(`flags`, checked by `check_arguments` before TensorFlow starts) and how
+the flags build it (`from_args`); at run time its `objective` wraps the
+cell's encoder and `train` fits it on the data the protocol gives.
+
+`paper_settings` is the one home of those numbers: the protocol's
+settings among them (`PROTOCOL_SETTINGS`) become the method's
+`protocol_defaults`, its scoring pooling the recipes' rows and `kcse
+train`'s pooling, and the flags, the constructors and `--help` read the
+rest from there.
 """
 
+import dataclasses
 import pathlib
 
 from kcse.experiments.protocols import training_sentences
+
+
+# The settings of `kcse.experiments.protocols.Protocol` a method's paper may
+# set (applied to the protocol before the user's flags).
+PROTOCOL_SETTINGS = ("epochs", "batch_size", "learning_rate", "hidden_dropout",
+                     "temperature", "negatives", "max_length", "long_max_length")
+
+
+@dataclasses.dataclass(frozen=True)
+class PaperSetting:
+    """One setting of a method's paper: its value and where it comes from.
+
+    Example:
+    ```python
+    setting = PaperSetting(0.1, "yym6472/ConSERT scripts/*.sh: --temperature 0.1")
+    setting.text  # "0.1: yym6472/ConSERT scripts/*.sh: --temperature 0.1"
+    ```
+    """
+
+    value: object
+    source: str
+
+    @property
+    def text(self):
+        """The value, as a flag is written, and its source."""
+        value = self.value
+        if isinstance(value, (list, tuple)):
+            value = ",".join(map(str, value))
+        return f"{value}: {self.source}"
+
+    @property
+    def help(self):
+        """The end of a flag's `--help`: its default and source (argparse
+        formats help with %, so a literal % is written twice)."""
+        return f"(default {self.text})".replace("%", "%%")
 
 
 class Flag:
@@ -47,11 +89,18 @@ class Method:
     """A training method of column c.
 
     Subclasses set `name` (in results keys and `--method`), `title` (in
-    tables), `protocol_defaults` (their paper's settings, e.g.
-    temperature, applied to the protocol before the user's flags),
-    `flags` (their own flags, under the argparse group `flag_group`), and
-    define `objective(encoder, protocol)`; `training_data` gives `fit`'s
-    `(x, y)` (default: the protocol's unlabelled sentences).
+    tables), `paper_settings` (`{setting: PaperSetting}`, their paper's
+    settings with their sources), `flags` (their own flags, under the
+    argparse group `flag_group`), and define `objective(encoder,
+    protocol)`; `training_data` gives `fit`'s `(x, y)` (default: the
+    protocol's unlabelled sentences).
+
+    Every method's `paper_settings` names `scoring_pooling` (the pooling
+    its paper reports: the recipes' row and `kcse train`'s pooling; None:
+    the grid's rows, `command_line.DEFAULT_POOLINGS`, and `kcse train`'s
+    `last_avg`), `training_pooling` and `optimizer`, and may name the
+    protocol's settings (`PROTOCOL_SETTINGS`), which become
+    `protocol_defaults`: applied to the protocol before the user's flags.
 
     Args:
         rematerialize: recompute the transformer blocks in the backward
@@ -61,12 +110,31 @@ class Method:
 
     name = None
     title = None
+    paper_settings = {}
     protocol_defaults = {}
     flags = ()
     flag_group = None
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.protocol_defaults = {
+            name: setting.value for name, setting in cls.paper_settings.items()
+            if name in PROTOCOL_SETTINGS
+        }
+
     def __init__(self, rematerialize=False):
         self.rematerialize = rematerialize
+
+    @classmethod
+    def paper(cls, name):
+        """The value of the paper setting `name` (`paper_settings`)."""
+        return cls.paper_settings[name].value
+
+    @classmethod
+    def paper_settings_text(cls):
+        """The paper settings, a line each with its source, for `--help`."""
+        return "\n".join(f"  {name}: {setting.text}"
+                         for name, setting in cls.paper_settings.items())
 
     @classmethod
     def check_arguments(cls, args):

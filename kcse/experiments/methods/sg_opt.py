@@ -6,9 +6,33 @@ from kcse import arguments
 from kcse.experiments.methods.method import OPTIMIZER_FLAG
 from kcse.experiments.methods.method import Flag
 from kcse.experiments.methods.method import Method
+from kcse.experiments.methods.method import PaperSetting
 from kcse.experiments.methods.method import script_optimizer
 from kcse.layers.pooling_rules import PIVOT_POOLINGS
 from kcse.losses.self_guided_variants import VARIANTS
+
+
+# SG-OPT (Kim et al., ACL 2021; seed 001, its slides) as galsang/SG-BERT
+# runs it, each setting with its source.
+SG_BERT = "galsang/SG-BERT training.py"
+PAPER_SETTINGS = {
+    "scoring_pooling": PaperSetting(
+        "P1", "SG-OPT's sentence vector: BERT_T's [CLS], in training and scoring"),
+    "training_pooling": PaperSetting("row", "the pooling it scores, [CLS]"),
+    "temperature": PaperSetting(
+        0.01, "τ = 0.01 (seed 001: BERT-base + SG-OPT (τ = 0.01, λ = 0.1))"),
+    "regularization": PaperSetting(0.1, "λ = 0.1 on Σ‖θ_T − θ_F‖² (seed 001)"),
+    "projection_dim": PaperSetting(
+        4096, "the projection head Linear(768→4096)–GELU–Linear(4096→4096)–GELU "
+        "(galsang/SG-BERT loss.py)"),
+    "optimizer": PaperSetting(
+        "adamw", f"{SG_BERT}: transformers.AdamW, betas (0.9, 0.9), correct_bias True, "
+        "at WarmupLinear through sentence-transformers' fit"),
+    "learning_rate": PaperSetting(5e-5, SG_BERT),
+    "batch_size": PaperSetting(16, SG_BERT),
+    "epochs": PaperSetting(1, "Su's protocol, 1 epoch"),
+    "hidden_dropout": PaperSetting(0.1, f"BERT's, kept by {SG_BERT}"),
+}
 
 
 def layer_range(text):
@@ -26,7 +50,7 @@ def layer_range(text):
 
 
 class SGOptMethod(Method):
-    """SG-OPT with the protocol's temperature (SG-OPT: 0.01).
+    """SG-OPT with the protocol's temperature (SG-OPT's: `PAPER_SETTINGS`).
 
     Trains as galsang/SG-BERT's `training.py` does: transformers' AdamW
     with betas (0.9, 0.9), `correct_bias=True`, weight decay 0.01 but on
@@ -46,15 +70,15 @@ class SGOptMethod(Method):
 
     name = "sg_opt"
     title = "SG-OPT"
-    # SG-OPT's temperature, batch and lr; BERT's own dropout.
-    protocol_defaults = {"temperature": 0.01, "batch_size": 16,
-                         "learning_rate": 5e-5, "hidden_dropout": 0.1}
+    paper_settings = PAPER_SETTINGS
     flag_group = "SG-OPT"
     flags = (
-        Flag("--projection-dim", type=arguments.positive_integer, default=4096,
-             help="width of the projection head (4096)"),
-        Flag("--regularization", type=arguments.non_negative_number, default=0.1,
-             help="λ on Σ‖θ_T − θ_F‖² (0.1)"),
+        Flag("--projection-dim", type=arguments.positive_integer,
+             default=PAPER_SETTINGS["projection_dim"].value,
+             help="width of the projection head " + PAPER_SETTINGS["projection_dim"].help),
+        Flag("--regularization", type=arguments.non_negative_number,
+             default=PAPER_SETTINGS["regularization"].value,
+             help="λ " + PAPER_SETTINGS["regularization"].help),
         Flag("--sg-loss", choices=VARIANTS, default="opt3",
              help="SG-OPT's loss, opt3, or one of its ablation's: opt2, opt1, "
              "base (SG); these three compare each sentence with one layer's pivot, "
@@ -72,9 +96,10 @@ class SGOptMethod(Method):
     # SG-BERT's training.py: optimizer_params={'correct_bias': True, 'betas': (0.9, 0.9)}.
     ADAMW = {"beta_2": 0.9, "bias_correction": True}
 
-    def __init__(self, projection_dim=4096, regularization=0.1, variant="opt3",
+    def __init__(self, projection_dim=PAPER_SETTINGS["projection_dim"].value,
+                 regularization=PAPER_SETTINGS["regularization"].value, variant="opt3",
                  pivot_pooling="mean", pivot_layers=None, projection=True,
-                 optimizer="adamw", rematerialize=False):
+                 optimizer=PAPER_SETTINGS["optimizer"].value, rematerialize=False):
         super().__init__(rematerialize)
         self.projection_dim = projection_dim
         self.regularization = regularization

@@ -10,7 +10,34 @@ from kcse.data.text_views import text_view_pairs
 from kcse.digests import content_digest
 from kcse.experiments.methods.method import Flag
 from kcse.experiments.methods.method import Method
+from kcse.experiments.methods.method import PaperSetting
 from kcse.experiments.protocols import training_sentences
+
+
+# Su's unsupervised SimCSE (bojone/SimCSE, "SimCSE in Chinese", kexue.fm
+# 8348, seed 002), the column c of his table, each setting with its source.
+SU = "bojone/SimCSE (Su, kexue.fm 8348, seed 002)"
+PAPER_SETTINGS = {
+    "scoring_pooling": PaperSetting(
+        None, f"every row of the grid: {SU} scores P1..P4 (the recipe's CPU default: "
+        "P1,P3; kcse train: last_avg, P3)"),
+    "training_pooling": PaperSetting("row", f"the pooling it scores ({SU})"),
+    "temperature": PaperSetting(0.05, f"{SU}: scale 20"),
+    "negatives": PaperSetting(
+        "both_views", f"{SU}: the 2N x 2N cosines, diagonal masked (2N-2 negatives)"),
+    "optimizer": PaperSetting("adam", f"{SU}: Adam at a constant rate"),
+    "learning_rate": PaperSetting(1e-5, SU),
+    "batch_size": PaperSetting(64, f"{SU}: 64 sentences, each twice"),
+    "epochs": PaperSetting(1, SU),
+    "hidden_dropout": PaperSetting(0.3, f"{SU}: his best dropout (the paper's 0.1)"),
+    "max_length": PaperSetting(64, SU),
+    "long_max_length": PaperSetting(128, f"{SU}: PAWSX"),
+    "views": PaperSetting(
+        None, "the sentence twice, dropout making the two views (SimCSE, Gao et al. 2021)"),
+    "mlm_weight": PaperSetting(
+        0.0, f"none in {SU}; princeton-nlp/SimCSE train.py --do_mlm --mlm_weight 0.1 "
+        "is an option there too"),
+}
 
 
 def two_text_views(text):
@@ -69,6 +96,7 @@ class SimCSEMethod(Method):
 
     name = "simcse"
     title = "SimCSE"
+    paper_settings = PAPER_SETTINGS
     flag_group = "SimCSE"
     flags = (
         Flag("--text-views", type=two_text_views,
@@ -86,18 +114,18 @@ class SimCSEMethod(Method):
              "only; the trained encoder has none (princeton-nlp/SimCSE train.py "
              "--mlp_only_train, their unsupervised setting with P1: "
              "simcse/models.py MLPLayer, cl_forward)"),
-        Flag("--mlm-weight", type=arguments.non_negative_number, default=0.0,
+        Flag("--mlm-weight", type=arguments.non_negative_number,
+             default=PAPER_SETTINGS["mlm_weight"].value,
              help="add W x an MLM loss (15%% of the tokens, BERT's 80/10/10 masking; "
              "an MLM head whose decoder starts as an untied copy of the token "
              "embedding, as theirs; its Dense, LayerNorm and bias new, where they "
-             "load the checkpoint's cls.predictions); 0, the default, for none "
-             "(princeton-nlp/SimCSE train.py --do_mlm --mlm_weight 0.1, "
-             "--mlm_probability 0.15: OurDataCollatorWithPadding.mask_tokens, "
-             "simcse/models.py cl_forward)"),
+             "load the checkpoint's cls.predictions); 0 for none "
+             "(--mlm_probability 0.15: OurDataCollatorWithPadding.mask_tokens, "
+             "simcse/models.py cl_forward) " + PAPER_SETTINGS["mlm_weight"].help),
     )
 
     def __init__(self, text_views=None, synonyms=None, rematerialize=False,
-                 mlp_only_train=False, mlm_weight=0.0):
+                 mlp_only_train=False, mlm_weight=PAPER_SETTINGS["mlm_weight"].value):
         super().__init__(rematerialize)
         self.mlp_only_train = mlp_only_train
         self.mlm_weight = mlm_weight

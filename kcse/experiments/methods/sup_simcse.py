@@ -11,6 +11,37 @@ from kcse.digests import content_digest
 from kcse.experiments.methods.method import NLI_FLAG
 from kcse.experiments.methods.method import Flag
 from kcse.experiments.methods.method import Method
+from kcse.experiments.methods.method import PaperSetting
+from kcse.experiments.methods.simcse import PAPER_SETTINGS as UNSUPERVISED
+
+
+# Supervised SimCSE (Gao et al., 2021) in Su's comparison: princeton-nlp's
+# loss and dropout, Su's protocol for the rest (princeton's own supervised
+# runs, train.py with run_sup_example.sh: batch 512, lr 5e-5, 3 epochs,
+# [CLS] with its MLP, max length 32).
+PRINCETON = "princeton-nlp/SimCSE"
+PAPER_SETTINGS = {
+    "scoring_pooling": UNSUPERVISED["scoring_pooling"],
+    "training_pooling": PaperSetting(
+        "row", f"the pooling it scores (the grid's rows; {PRINCETON}: cls with its MLP)"),
+    "temperature": PaperSetting(0.05, f"{PRINCETON} train.py --temp 0.05"),
+    "hard_negative_weight": PaperSetting(
+        0.0, f"{PRINCETON}: --hard_negative_weight 0 (log-weight on each anchor's own "
+        "hard negative)"),
+    "optimizer": UNSUPERVISED["optimizer"],
+    "learning_rate": PaperSetting(
+        UNSUPERVISED["learning_rate"].value,
+        f"Su's protocol, as unsupervised SimCSE ({PRINCETON}: 5e-5)"),
+    "batch_size": PaperSetting(
+        UNSUPERVISED["batch_size"].value,
+        f"Su's protocol, as unsupervised SimCSE ({PRINCETON}: 512)"),
+    "epochs": PaperSetting(
+        UNSUPERVISED["epochs"].value,
+        f"Su's protocol, as unsupervised SimCSE ({PRINCETON}: 3)"),
+    "hidden_dropout": PaperSetting(0.1, f"BERT's, as {PRINCETON}"),
+    "max_length": UNSUPERVISED["max_length"],
+    "long_max_length": UNSUPERVISED["long_max_length"],
+}
 
 
 def labelled_pair_triplets(pairs, task, seed=0):
@@ -63,14 +94,18 @@ class SupervisedSimCSEMethod(Method):
 
     name = "sup_simcse"
     title = "sup-SimCSE"
-    protocol_defaults = {"hidden_dropout": 0.1}  # BERT's, as princeton-nlp.
+    paper_settings = PAPER_SETTINGS
     flag_group = "supervised SimCSE"
     flags = (
-        Flag("--hard-negative-weight", type=arguments.number(), default=0.0),
+        Flag("--hard-negative-weight", type=arguments.number(),
+             default=PAPER_SETTINGS["hard_negative_weight"].value,
+             help=PAPER_SETTINGS["hard_negative_weight"].help),
         NLI_FLAG,
     )
 
-    def __init__(self, triplets=None, hard_negative_weight=0.0, rematerialize=False):
+    def __init__(self, triplets=None,
+                 hard_negative_weight=PAPER_SETTINGS["hard_negative_weight"].value,
+                 rematerialize=False):
         super().__init__(rematerialize)
         self.triplets = triplets
         self.hard_negative_weight = hard_negative_weight
