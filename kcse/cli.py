@@ -1,7 +1,7 @@
 """The `kcse` command: train, evaluate, encode and export sentence encoders.
 
     kcse train --method simcse --model e5-small --task STS-B --output runs/e5
-    kcse evaluate --model runs/e5/encoder.keras --prefix "query: " \\
+    kcse evaluate --model runs/e5/encoder.keras \\
         --data STS-B/STS-B.test.data LCQMC/LCQMC.test.data
     kcse encode --model runs/e5/encoder.keras --input texts.txt --output vectors.npy
     kcse export --model runs/e5/encoder.keras --output serving/e5/1
