@@ -40,6 +40,7 @@ class _DefaultPrompt:
 # `encode(prompt_name=DEFAULT_PROMPT)`, the default: the `default_prompt_name`.
 DEFAULT_PROMPT = _DefaultPrompt()
 
+
 @keras.saving.register_keras_serializable(package="kcse")
 class SentenceEncoder(keras_hub.models.TextEmbedder):
     """Turns a BERT-style backbone into a sentence embedder.
@@ -274,8 +275,7 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
                 `batch_size` is not an int.
             ValueError: `batch_size` < 1, the encoder has no
                 preprocessor, both `prompt` and `prompt_name` are given (None
-                included), or
-                `prompt_name` is not one of `prompts`.
+                included), or `prompt_name` is not one of `prompts`.
         """
         return self._encode(texts, batch_size, "texts", self._prompt(prompt, prompt_name))
 
