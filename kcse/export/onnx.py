@@ -22,7 +22,7 @@ names ONNX Runtime clients (and sentence-transformers' ONNX models) use.
 | `model.onnx` | float32 weights; `input_ids`, `attention_mask` (and `token_type_ids` where the tokenizer makes them: not e5's), int64 `[batch, length]` → `sentence_embedding`, float32 `[batch, dim]` |
 | `model_int8.onnx` | with `quantize="int8"`: the same graph, the dense weights int8 but the feed-forward output projections' (ONNX Runtime's dynamic quantisation) |
 | `tokenizer.json`, `tokenizer_config.json`, ... | the tokenizer, as in the Hugging Face folder |
-| `onnx_config.json` | the inputs, output, dimension, pooling, normalisation, maximum length and prompts |
+| `onnx_config.json` | the inputs, output, dimension, pooling, normalisation, maximum length, prompts and the default prompt's name |
 """
 
 import pathlib
@@ -74,7 +74,8 @@ def export_onnx(encoder, path, quantize=None, normalize=None, overwrite=False):
     backbone has segments and the tokenizer makes them: not e5's), `[batch, length]` of any length up to the
     backbone's, and returns `sentence_embedding`, float32 `[batch, dim]`:
     the encoder's vectors. Prompts (E5: `"query: "`) are the client's to
-    prepend; `onnx_config.json` keeps the encoder's `prompts`.
+    prepend; `onnx_config.json` keeps the encoder's `prompts` and its
+    `default_prompt_name`, the one the model is scored with (or null).
 
     Before the folder is renamed into place (written under a temporary
     name beside `path`), the export runs `model.onnx` in ONNX Runtime on
@@ -160,6 +161,7 @@ def export_onnx(encoder, path, quantize=None, normalize=None, overwrite=False):
             "normalize": bool(normalize),
             "max_seq_length": length,
             "prompts": dict(encoder.prompts),
+            "default_prompt_name": encoder.default_prompt_name,
             "opset": OPSET,
         })
         check_onnx_models(temporary, models, encoder, normalize)

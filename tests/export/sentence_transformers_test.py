@@ -151,21 +151,33 @@ def test_prompts_and_model_card(tmp_path):
         "before": {"spearman": 61.25}, "after": {"spearman": 70.5},
     }
     encoder.prompts = {"query": "query: ", "document": "passage: "}
+    encoder.default_prompt_name = "query"
+    with pytest.raises(ValueError, match="lack the encoder's default prompt 'query'"):
+        kcse.export.export_sentence_transformers(encoder, tmp_path / "st",
+                                                 prompts={"query": "问："})
+    assert not (tmp_path / "st").exists()
     kcse.export.export_sentence_transformers(encoder, tmp_path / "st", training=training)
     model = SentenceTransformer(str(tmp_path / "st"), device="cpu")
     assert model.prompts == encoder.prompts
+    # sentence-transformers prepends its default prompt in `encode(texts)`, as kcse does.
+    assert model.default_prompt_name == "query"
     texts = ["the cat sat", "一丁"]
+    unprompted = encoder.encode(texts, prompt_name=None)
+    np.testing.assert_allclose(model.encode(texts), encoder.encode(texts), atol=TOLERANCE)
+    np.testing.assert_allclose(model.encode(texts, prompt=""), unprompted, atol=TOLERANCE)
+    assert np.abs(encoder.encode(texts) - unprompted).max() > 100 * TOLERANCE
     np.testing.assert_allclose(model.encode_query(texts), encoder.encode_query(texts),
                                atol=TOLERANCE)
     np.testing.assert_allclose(model.encode_document(texts), encoder.encode_document(texts),
                                atol=TOLERANCE)
     np.testing.assert_allclose(model.encode(texts, prompt_name="query"),
-                               encoder.encode(["query: " + text for text in texts]),
+                               encoder.encode(["query: " + text for text in texts], prompt=""),
                                atol=TOLERANCE)
     card = (tmp_path / "st" / "README.md").read_text(encoding="utf-8")
     assert "library_name: sentence-transformers" in card
     for text in ("simcse", "| learning_rate | 1e-05 |", "| 61.25 | 70.50 |", "BertModel (kcse's",
-                 "CC BY-SA 4.0", "`last_avg`", "'query: '"):
+                 "CC BY-SA 4.0", "`last_avg`", "'query: '",
+                 "`encode(texts)` prepends the default prompt `query` ('query: ')"):
         assert text in card, text
     from kcse.export.model_card import training_section
 
@@ -176,14 +188,16 @@ def test_prompts_and_model_card(tmp_path):
 def test_kcse_reads_its_export_back(tmp_path, pooling):
     """kcse -> folder -> `SentenceEncoder.from_preset` (keras-hub's converter
     of Hugging Face folders, reading vocab.txt and config.json): the same
-    vectors and prompts."""
+    vectors and prompts, the default one included."""
     folder = write_family(tmp_path, "bert")
     encoder = kcse.SentenceEncoder.from_checkpoint(
-        folder, "bert", 32, pooling=pooling, prompts={"query": "the ", "document": "a "})
+        folder, "bert", 32, pooling=pooling, prompts={"query": "the ", "document": "a "},
+        default_prompt_name="document")
     kcse.export.export_sentence_transformers(encoder, tmp_path / "st")
     back = kcse.SentenceEncoder.from_preset(str(tmp_path / "st"), pooling=pooling)
-    assert back.prompts == encoder.prompts
+    assert back.prompts == encoder.prompts and back.default_prompt_name == "document"
     texts = chinese_stsb_test_sentences()[:200] + ["THE Cat，sat…"]
+    np.testing.assert_allclose(back.encode(texts), encoder.encode(texts), atol=TOLERANCE)
     np.testing.assert_allclose(back.encode_query(texts), encoder.encode_query(texts),
                                atol=TOLERANCE)
 

