@@ -43,7 +43,12 @@ CHINESE_TITLE = "Chinese sentence-embedding comparison"
 #      column instead of scaling float noise by 1/sqrt(s)
 #      (`kcse.layers.Whitening`); BERT-family backbones use the exact (erf)
 #      GELU of the original BERT instead of the tanh approximation.
-NUMERICS = 2
+#   3: Google-format checkpoints cut text as bert4keras does (no NFKC case
+#      folding of full-width forms: `GoogleWordPieceTokenizer`); whitening
+#      and flow statistics in float64 on every backend; SimCSE's MLM head
+#      untied; an encoder's default prompt (e5: "query: ") applied by
+#      `encode`; ConSERT's and SG-OPT's scoring pooling from their papers.
+NUMERICS = 3
 
 
 class ResultsFileError(ValueError):

@@ -154,7 +154,7 @@ def test_the_precision_is_part_of_the_identity_and_float32_keeps_it(
 
 def test_the_numerics_revision_is_part_of_the_identity():
     identity = results.cell_identity({"source": "m"}, "P1", "STS-B", "d", {"seed": 0})
-    assert identity["numerics"] == results.NUMERICS == 2
+    assert identity["numerics"] == results.NUMERICS == 3
     older = {name: value for name, value in identity.items() if name != "numerics"}
     assert (results.cell_key("m", "P1", "STS-B", "su", "simcse", identity)
             != results.cell_key("m", "P1", "STS-B", "su", "simcse", older))
@@ -184,7 +184,7 @@ def test_a_cell_of_older_kcse_numerics_is_not_reused(first_run, tmp_path, capsys
     run(tmp_path, model)
     out = capsys.readouterr().out
     assert "already in" not in out and "[1/1] " + PLACE in out
-    assert "kcse numerics 1 → 2" in out
+    assert "kcse numerics 1 → 3" in out
     cells = strict_cells(tmp_path)
     assert set(cells) == {older_key, key}
     assert cells[older_key] == older

@@ -255,6 +255,13 @@ def test_exported_folders_carry_the_same_tokenizer(checkpoint, tmp_path):
         written = sorted((tmp_path / format).rglob("tokenizer.json"))
         assert written, format
         assert {path.read_text(encoding="utf-8") for path in written} == {expected}, format
+    # kcse reads its folder back with this tokenizer (keras-hub's would fold
+    # "，" to ","), so the vectors are the encoder's.
+    back = kcse.SentenceEncoder.from_preset(str(tmp_path / "huggingface"), pooling="P1",
+                                           sequence_length=SEQUENCE_LENGTH)
+    assert type(back.preprocessor.tokenizer) is GoogleWordPieceTokenizer
+    assert back.preprocessor.tokenizer.lowercase and back.preprocessor.tokenizer.strip_accents
+    np.testing.assert_allclose(back.encode(EDGE_CASES), encoder.encode(EDGE_CASES), atol=1e-5)
 
 
 def test_slow_bert_tokenizer_agrees(sentences, texts, vocab_file, reference):
