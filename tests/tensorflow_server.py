@@ -35,6 +35,8 @@ for line in sys.stdin:
         np.save(output + ".ids.npy", result["embedding"].numpy())
         with open(output + ".prompts.json", "w") as file:
             json.dump({k: v.numpy().decode() for k, v in model.prompts().items()}, file)
+        with open(output + ".default_prompt.txt", "w") as file:
+            file.write(model.default_prompt().numpy().decode())
         # TensorFlow itself imports Keras; kcse and keras-hub must not be needed.
         assert not any(m.split(".")[0] in ("keras_hub", "kcse") for m in sys.modules)
         answer = "served"
@@ -62,7 +64,8 @@ class Server:
     def serve(self, path, texts, features):
         """Vectors of the exported model: (from strings or None, from ids).
 
-        Its `prompts()` are left in `served.prompts.json` beside `path`."""
+        Its `prompts()` are left in `served.prompts.json` beside `path`, its
+        `default_prompt()` in `served.default_prompt.txt`."""
         inputs = pathlib.Path(path).parent / "inputs.npz"
         arrays = {key: np.asarray(value).astype("int32") for key, value in features.items()}
         if texts is not None:
