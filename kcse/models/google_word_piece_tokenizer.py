@@ -107,7 +107,8 @@ class GoogleWordPieceTokenizer(keras_hub.models.BertTokenizer):
             return
         self._rule = self._build_rule(dict(self._token_to_id_map))
 
-    def _build_rule(self, token_to_id):
+    def _build_rule(self, token_to_id, **options):
+        """The plain-Python rule; `options` are `WordPieceRule`'s others."""
         return word_piece_rule.WordPieceRule(
             token_to_id,
             oov_id=token_to_id[self.oov_token],
@@ -115,6 +116,7 @@ class GoogleWordPieceTokenizer(keras_hub.models.BertTokenizer):
             strip_accents=self.strip_accents,
             suffix_indicator=self.suffix_indicator,
             word_maxlen=self.word_maxlen,
+            **options,
         )
 
     def _set_vocabulary_tf(self):

@@ -3,7 +3,7 @@
 References, neither sharing code with kcse:
 - bert4keras 0.11.5's `Tokenizer(vocab, do_lower_case=...)`: Su Jianlin's
   own tokenizer, the one of his evaluation scripts (`bert4keras_reference`
-  runs it in a child process);
+  runs it in a child process), with jieba in front for WoBERT / RoFormer;
 - Hugging Face transformers' slow `BertTokenizer` (pure Python, Google's
   `tokenization.py` rule), with Google's 200-character words.
 
@@ -21,6 +21,7 @@ import pathlib
 import subprocess
 import sys
 
+import jieba
 import keras
 import keras_hub
 import numpy as np
@@ -35,6 +36,7 @@ from checkpoints import write_checkpoint
 from conftest import tiny_vocabulary
 from kcse.export import word_piece_json
 from kcse.models.google_word_piece_tokenizer import GoogleWordPieceTokenizer
+from kcse.models.wobert.jieba_word_piece_tokenizer import JiebaWordPieceTokenizer
 from tensorflow_server import Server
 from sentence_encoder_test import minilm_folder
 from shared_sentences import character_vocabulary
@@ -82,12 +84,23 @@ def texts(sentences):
     return sorted({t for values in sentences.values() for t in values}) + EDGE_CASES + PRIVATE_USE
 
 
+def jieba_words(count=30_000):
+    """jieba's `count` most frequent dictionary words (WoBERT's vocabulary
+    is words of this kind)."""
+    with jieba.get_dict_file() as file:
+        rows = [line.split(" ") for line in file.read().decode("utf-8").splitlines()]
+    rows.sort(key=lambda row: -int(row[1]))
+    return [row[0] for row in rows[:count] if row[0].strip() == row[0]]
+
+
 @pytest.fixture(scope="module")
 def vocab_file(texts, tmp_path_factory):
-    """Each character of the texts, alone and as a piece, and all-MiniLM-L6-v2's
-    30,522 pieces (the words of the English and European sentences)."""
+    """Each character of the texts, alone and as a piece, all-MiniLM-L6-v2's
+    30,522 pieces (the words of the English and European sentences) and
+    30,000 jieba words."""
     words = (pathlib.Path(minilm_folder()) / "vocab.txt").read_text(encoding="utf-8").split("\n")
-    vocabulary = character_vocabulary(texts, [w for w in words if w], HELD_OUT)
+    words = [w for w in words if w] + jieba_words()
+    vocabulary = character_vocabulary(texts, words, HELD_OUT)
     path = tmp_path_factory.mktemp("vocabulary") / "vocab.txt"
     path.write_text("".join(token + "\n" for token in vocabulary), encoding="utf-8")
     return path
@@ -102,6 +115,7 @@ def reference(texts, vocab_file, tmp_path_factory):
         "cased": ({"do_lower_case": False}, "encode", calls),
         "lowercase_128": ({"do_lower_case": True}, "encode",
                           [([text], {"maxlen": SEQUENCE_LENGTH}) for text in texts]),
+        "jieba": ({"do_lower_case": True, "jieba": True}, "encode", calls),
     }
     answer = run_bert4keras(vocab_file, jobs, tmp_path_factory.mktemp("bert4keras") / "a.json")
     vocabulary = vocab_file.read_text(encoding="utf-8").split("\n")[:-1]
@@ -151,6 +165,20 @@ def test_graph_path_equals_bert4keras(sentences, texts, vocab_file, reference, l
     rows = [row for batch in dataset for row in batch.to_list()]
     ours = dict(zip(texts, packed(tokenizer, rows)))
     assert_no_differences(sentences, reference["lowercase" if lowercase else "cased"], ours)
+
+
+def test_jieba_families_equal_bert4keras(sentences, texts, vocab_file, reference):
+    """WoBERT / RoFormer: jieba words first (bert4keras with
+    `pre_tokenize=lambda s: jieba.cut(s, HMM=False)`), in Python and tf.data."""
+    tokenizer = JiebaWordPieceTokenizer(vocabulary=str(vocab_file))
+    ours = dict(zip(texts, packed(tokenizer, tokenizer(texts))))
+    assert_no_differences(sentences, reference["jieba"], ours)
+    words = {i for i, token in enumerate(tokenizer.get_vocabulary()) if len(token) > 1
+             and not token.startswith("##") and "\u4e00" <= token[0] <= "\u9fff"}
+    assert sum(len(words.intersection(ids)) for ids in ours.values()) > 50_000
+    dataset = tf.data.Dataset.from_tensor_slices(texts).batch(CHUNK).map(tokenizer)
+    rows = [row for batch in dataset for row in batch.to_list()]
+    assert_no_differences(sentences, reference["jieba"], dict(zip(texts, packed(tokenizer, rows))))
 
 
 def padded(rows, length=SEQUENCE_LENGTH):

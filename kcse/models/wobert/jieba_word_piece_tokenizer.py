@@ -125,13 +125,8 @@ class JiebaWordPieceTokenizer(GoogleWordPieceTokenizer):
             # Longest first, so that a special token containing another wins.
             tokens = sorted(set(special_tokens), key=len, reverse=True)
             special_pattern = re.compile("(" + "|".join(re.escape(t) for t in tokens) + ")")
-        return word_piece_rule.WordPieceRule(
+        return super()._build_rule(
             token_to_id,
-            oov_id=token_to_id[self.oov_token],
-            lowercase=self.lowercase,
-            strip_accents=self.strip_accents,
-            suffix_indicator=self.suffix_indicator,
-            word_maxlen=self.word_maxlen,
             pre_tokenize=functools.partial(jieba.cut, HMM=self.jieba_hmm),
             special_pattern=special_pattern,
         )
