@@ -193,7 +193,7 @@ def test_a_cell_of_older_kcse_numerics_is_not_reused(first_run, tmp_path, capsys
     # Provenance: numerics, whitening vectors, null directions (P1: 1).
     sentences = cell["whitening_sentences"]
     assert f"| 1 | {sentences} | - |" in markdown
-    assert f"| 2 | {sentences} | 1 |" in markdown
+    assert f"| {results.NUMERICS} | {sentences} | 1 |" in markdown
 
 
 def test_changed_data_is_a_new_cell(first_run, tmp_path, capsys):

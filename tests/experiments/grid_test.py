@@ -8,6 +8,7 @@ import scipy.stats
 
 import kcse
 from kcse.experiments import grid
+from kcse.experiments.results import NUMERICS
 from kcse.experiments.command_line import postprocessing_list
 from kcse.experiments.protocols import PROTOCOLS
 from kcse.experiments.protocols import SPLITS
@@ -66,7 +67,7 @@ def test_smoke_results_schema_and_resume(default_grid, capsys):
         assert cell["method"] == "simcse"
         assert cell["whitening_sentences"] == 300
         assert cell["whitening_null_directions"] == {"P1": 1, "P4": 0}[cell["pooling"]]
-        assert cell["numerics"] == 2
+        assert cell["numerics"] == NUMERICS
         assert cell["published"] is None
         assert cell["model_source"]["source"] == model.rsplit(":", 1)[0]
         assert cell["settings"]["max_sentences"] == 300 and cell["settings"]["seeds"] == 1
@@ -82,7 +83,7 @@ def test_smoke_results_schema_and_resume(default_grid, capsys):
     assert "| tiny_bert | P4 | STS-B | simcse | S1 |" in markdown
     # Provenance: numerics revision, whitening vectors and null directions.
     assert "| numerics | whitening vectors | whitening null dirs |" in markdown
-    assert "| 2 | 300 | 1 |" in markdown and "| 2 | 300 | 0 |" in markdown
+    assert f"| {NUMERICS} | 300 | 1 |" in markdown and f"| {NUMERICS} | 300 | 0 |" in markdown
     assert "[2/2] tiny_bert|P4|STS-B|su|simcse|" in first and "ETA" in first
     assert f"model tiny_bert: original bert checkpoint {model.rsplit(':', 1)[0]}" in first
     assert "c trained" in first and "Su Jianlin's published" not in first
