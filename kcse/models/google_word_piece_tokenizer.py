@@ -145,7 +145,6 @@ class GoogleWordPieceTokenizer(keras_hub.models.BertTokenizer):
 
     @compat.preprocessing_function
     def _tokenize_tf(self, inputs):
-        self._maybe_initialized_tf()
         if not isinstance(inputs, tf.RaggedTensor):
             inputs = tf.convert_to_tensor(inputs)
         if inputs.dtype != tf.string:
@@ -153,20 +152,27 @@ class GoogleWordPieceTokenizer(keras_hub.models.BertTokenizer):
         unbatched = inputs.shape.rank == 0
         if unbatched:
             inputs = tf.expand_dims(inputs, 0)
-        text = tf.ragged.map_flat_values(self._normalize_tf, inputs)
-        words = compat.pretokenize(text, lowercase=False, strip_accents=False,
-                                   split=True, split_on_cjk=True)
-        # bert4keras: a word longer than word_maxlen characters is one token.
-        too_long = tf.strings.length(words, unit="UTF8_CHAR") > self.word_maxlen
-        words = tf.where(too_long, self.oov_token, words)
-        tokens = self._fast_word_piece.tokenize(words).merge_dims(-2, -1)
+        tokens = self._tokenize_batch_tf(inputs)
         if self.sequence_length:
             output_shape = tokens.shape.as_list()
             output_shape[-1] = self.sequence_length
             tokens = tokens.to_tensor(shape=output_shape)
         if unbatched:
             tokens = tf.squeeze(tokens, 0)
+            if self.sequence_length:
+                tokens = tf.ensure_shape(tokens, shape=[self.sequence_length])
         return tokens
+
+    def _tokenize_batch_tf(self, inputs):
+        """A string tensor of rank >= 1 -> a `tf.RaggedTensor` of tokens."""
+        self._maybe_initialized_tf()
+        text = tf.ragged.map_flat_values(self._normalize_tf, inputs)
+        words = compat.pretokenize(text, lowercase=False, strip_accents=False,
+                                   split=True, split_on_cjk=True)
+        # bert4keras: a word longer than word_maxlen characters is one token.
+        too_long = tf.strings.length(words, unit="UTF8_CHAR") > self.word_maxlen
+        words = tf.where(too_long, self.oov_token, words)
+        return self._fast_word_piece.tokenize(words).merge_dims(-2, -1)
 
     def _ids_to_output(self, ids):
         if compat.is_int_dtype(self.compute_dtype):

@@ -160,36 +160,13 @@ class JiebaWordPieceTokenizer(GoogleWordPieceTokenizer):
         lengths.set_shape(flat_texts.shape)
         return tf.RaggedTensor.from_row_lengths(values, lengths, validate=False)
 
-    @compat.preprocessing_function
-    def _tokenize_tf(self, inputs):
-        if not isinstance(inputs, tf.RaggedTensor):
-            inputs = tf.convert_to_tensor(inputs)
-        if inputs.dtype != tf.string:
-            raise ValueError(
-                f"Inputs must be strings. Received: dtype={inputs.dtype}."
-            )
-        unbatched = inputs.shape.rank == 0
-        if unbatched:
-            inputs = tf.expand_dims(inputs, 0)
+    def _tokenize_batch_tf(self, inputs):
         if isinstance(inputs, tf.RaggedTensor):
-            tokens = inputs.with_flat_values(
-                self._tokenize_flat_tf(inputs.flat_values)
-            )
-        elif inputs.shape.rank == 1:
-            tokens = self._tokenize_flat_tf(inputs)
-        else:
-            inputs = tf.RaggedTensor.from_tensor(inputs)
-            tokens = inputs.with_flat_values(
-                self._tokenize_flat_tf(inputs.flat_values)
-            )
-        if self.sequence_length:
-            output_shape = tokens.shape.as_list()
-            output_shape[-1] = self.sequence_length
-            tokens = tokens.to_tensor(shape=output_shape)
-        if unbatched:
-            tokens = tf.squeeze(tokens, 0)
-            tokens = tf.ensure_shape(tokens, shape=[self.sequence_length])
-        return tokens
+            return inputs.with_flat_values(self._tokenize_flat_tf(inputs.flat_values))
+        if inputs.shape.rank == 1:
+            return self._tokenize_flat_tf(inputs)
+        inputs = tf.RaggedTensor.from_tensor(inputs)
+        return inputs.with_flat_values(self._tokenize_flat_tf(inputs.flat_values))
 
     def get_config(self):
         config = super().get_config()
