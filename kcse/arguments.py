@@ -190,6 +190,45 @@ def check_output(path, flag, folder, suffixes=()):
         raise UsageError(f"{flag} {path}: cannot write in {existing} (permission denied)")
 
 
+def check_apart(outputs, inputs):
+    """No output is, holds or lies inside an input: kcse never writes over
+    what it reads, with or without --overwrite.
+
+    `outputs` and `inputs` are `(flag, path)` pairs. Paths are compared
+    resolved (links, `..`, relative paths), and existing files also as
+    files (`os.path.samefile`: a hard link is the same file). A clash is a
+    UsageError naming both flags and paths.
+    """
+    for output_flag, output in outputs:
+        for input_flag, source in inputs:
+            relation = path_relation(output, source)
+            if relation is not None:
+                raise UsageError(f"{output_flag} {output}: {relation} {input_flag} {source}; "
+                                 "kcse never writes over what it reads: choose another "
+                                 f"{output_flag}")
+
+
+def path_relation(output, source):
+    """How path `output` stands to path `source`: "is", "holds" (a folder
+    above it), "lies inside" (a folder below it), or None (apart)."""
+    resolved_output, resolved_source = (pathlib.Path(output).resolve(),
+                                        pathlib.Path(source).resolve())
+    if resolved_output == resolved_source or _same_file(output, source):
+        return "is"
+    if resolved_output in resolved_source.parents:
+        return "holds"
+    if resolved_source in resolved_output.parents:
+        return "lies inside"
+    return None
+
+
+def _same_file(first, second):
+    try:
+        return os.path.samefile(first, second)
+    except OSError:  # Either does not exist.
+        return False
+
+
 def read_only_file_system(path):
     """Whether `path` is on a file system mounted read-only (False where unknown)."""
     try:

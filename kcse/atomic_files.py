@@ -10,6 +10,12 @@ interrupted (Ctrl-C) removes its temporary and the folders it created,
 and a failed write raises `WriteError`, which names the destination, not
 the temporary, and the space free there.
 
+Nothing kcse did not write is replaced. A write with `replace=False` never
+replaces a file or folder that appeared while it was being written
+(`OutputExistsError`). A folder `writing_folder` writes lists its files in
+`kcse_export.json` (`MANIFEST`); `check_replaceable` lets a later write
+replace a folder only when it holds nothing else (`foreign_file`).
+
 Example:
 ```python
 from kcse import atomic_files
@@ -61,6 +67,18 @@ class WriteError(OSError):
 
     def __str__(self):
         return self.strerror
+
+
+class OutputExistsError(WriteError, FileExistsError):
+    """`path` appeared (or took files kcse did not write) while kcse wrote
+    what was to take its place: it is left as it was, and the new one is
+    not kept. `detail` says what was found."""
+
+    def __init__(self, path, detail=None):
+        found = f" ({detail.rstrip('.')})" if detail else ""
+        super().__init__(path, FileExistsError(
+            errno.EEXIST, f"it appeared or changed while kcse was writing it{found}; "
+            "it is left as it was and the new one is not kept"))
 
 
 def size_text(count):
@@ -129,29 +147,44 @@ def _mode_for(path, directory):
 
 
 @contextlib.contextmanager
-def replacing(path):
+def replacing(path, replace=True):
     """Yields a temporary file path; on success it replaces `path`.
 
     If the body raises (or the process dies), `path` is left as it was and
     the temporary is removed (or, after a kill, left behind hidden), with
     the folders made for it. An `OSError` of writing becomes `WriteError`
-    naming `path`.
+    naming `path`. With `replace=False` a `path` that exists when the file
+    is renamed into place (made meanwhile by another program) is kept:
+    `OutputExistsError`.
     """
     with writing(path, directory=False) as temporary:
         yield temporary
         _flush_to_disk(temporary)
         interrupts.check()  # A Ctrl-C a library swallowed: not renamed.
-        os.replace(temporary, path)
+        if replace:
+            os.replace(temporary, path)
+        else:
+            _rename_no_replace(temporary, path)
         written.append(pathlib.Path(path))
 
 
 @contextlib.contextmanager
-def writing_folder(path):
-    """Yields an empty temporary folder; on success it replaces `path`
-    (`replace_directory`). Otherwise as `replacing`."""
+def writing_folder(path, overwrite=False):
+    """Yields an empty temporary folder; on success it becomes `path`.
+
+    Its files are listed in `MANIFEST` (`kcse_export.json`) within it, and
+    it replaces `path` (`replace_directory`) when `check_replaceable(path,
+    overwrite)` allows it then: an absent or empty folder, or with
+    `overwrite` one holding only what kcse wrote. Otherwise as `replacing`.
+    """
     with writing(path, directory=True) as temporary:
         yield temporary
         interrupts.check()
+        write_manifest(temporary)
+        try:  # Again: what appeared while it was written is kept.
+            check_replaceable(path, overwrite)
+        except FileExistsError as error:
+            raise OutputExistsError(path, str(error)) from None
         replace_directory(temporary, path)
 
 
@@ -183,12 +216,67 @@ def writing(path, directory):
         raise
 
 
+# The file `writing_folder` leaves in each folder it writes: the files kcse
+# wrote there, which a later `overwrite` may replace (and nothing else).
+MANIFEST = "kcse_export.json"
+
+
+def write_manifest(folder):
+    """Lists the files in `folder` (relative, `/`-separated) in its `MANIFEST`."""
+    folder = pathlib.Path(folder)
+    files = sorted(name for name in _files_in(folder) if name != MANIFEST)
+    text = json.dumps({"written_by": "kcse", "files": files}, indent=1) + "\n"
+    (folder / MANIFEST).write_text(text, encoding="utf-8")
+
+
+def foreign_file(folder):
+    """The first file in `folder` kcse did not write there (relative to
+    it), or None: one not listed in the folder's `MANIFEST`. Without a
+    readable manifest, every file is foreign."""
+    folder = pathlib.Path(folder)
+    try:
+        listed = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["files"]
+        listed = {name for name in listed if isinstance(name, str)}
+    except (OSError, ValueError, KeyError, TypeError):
+        listed = set()
+    return next((name for name in sorted(_files_in(folder))
+                 if name != MANIFEST and name not in listed), None)
+
+
+def _files_in(folder):
+    """The relative names of the files (and links) under `folder`; links
+    to folders are not followed."""
+    for root, folders, files in os.walk(folder):
+        here = pathlib.Path(root).relative_to(folder)
+        links = [name for name in folders if os.path.islink(os.path.join(root, name))]
+        for name in files + links:
+            yield (here / name).as_posix()
+
+
 def check_replaceable(path, overwrite):
-    """Raises `FileExistsError` when `path` is a file or a non-empty folder
-    and not `overwrite` (an empty folder is taken as it is)."""
+    """Raises `FileExistsError` unless a folder may be written at `path`.
+
+    An absent path or an empty folder may; a file or a non-empty folder
+    only with `overwrite`, and then only a folder holding nothing but the
+    files kcse wrote there (`foreign_file`): a file of the user's (a note,
+    the model being exported) is never deleted.
+    """
     path = pathlib.Path(path)
-    if not overwrite and path.exists() and (not path.is_dir() or any(path.iterdir())):
-        raise FileExistsError(f"{path} exists and is not empty; pass overwrite=True to replace it.")
+    if not path.exists() and not path.is_symlink():
+        return
+    if not overwrite:
+        if not path.is_dir() or any(path.iterdir()):
+            raise FileExistsError(f"{path} exists and is not empty; pass overwrite=True "
+                                  "to replace it.")
+        return
+    if not path.is_dir():
+        raise FileExistsError(f"{path} is a file; kcse writes a folder only in place of "
+                              "a folder it wrote: move it or choose another path.")
+    foreign = foreign_file(path)
+    if foreign is not None:
+        raise FileExistsError(f"{path} holds {foreign}, which kcse did not write there; "
+                              "overwrite replaces only a folder kcse wrote (the files its "
+                              f"{MANIFEST} lists): move it or choose another path.")
 
 
 def _existing_folder(path):
@@ -199,9 +287,9 @@ def _existing_folder(path):
     return folder
 
 
-def write_text(path, text):
-    """Writes `text` (UTF-8) to `path` atomically."""
-    with replacing(path) as temporary:
+def write_text(path, text, replace=True):
+    """Writes `text` (UTF-8) to `path` atomically (`replace`: see `replacing`)."""
+    with replacing(path, replace) as temporary:
         temporary.write_text(text, encoding="utf-8")
 
 
@@ -222,10 +310,11 @@ def strict(value):
     return value
 
 
-def write_json(path, value, indent=1):
-    """Writes `value` as strict JSON (non-finite floats as null), atomically."""
+def write_json(path, value, indent=1, replace=True):
+    """Writes `value` as strict JSON (non-finite floats as null), atomically
+    (`replace`: see `replacing`)."""
     text = json.dumps(strict(value), indent=indent, ensure_ascii=False, allow_nan=False)
-    write_text(path, text + "\n")
+    write_text(path, text + "\n", replace)
 
 
 def replace_directory(source, destination):
@@ -238,8 +327,8 @@ def replace_directory(source, destination):
     there, a folder or a file, is deleted afterwards.
     """
     source, destination = pathlib.Path(source), pathlib.Path(destination)
-    if not destination.exists():
-        os.replace(source, destination)
+    if not destination.exists() and not destination.is_symlink():
+        _rename_no_replace(source, destination)  # Not one made meanwhile.
         written.append(destination)
         return
     if not _exchange(source, destination):
@@ -255,16 +344,34 @@ def replace_directory(source, destination):
         source.unlink(missing_ok=True)
 
 
+def _rename_no_replace(source, destination):
+    """Renames `source` to `destination` unless that exists, atomically where
+    the kernel can (Linux `renameat2` with `RENAME_NOREPLACE`); else
+    `OutputExistsError`."""
+    done = _renameat2(source, destination, flags=1)  # RENAME_NOREPLACE
+    if done is True:
+        return
+    if done == errno.EEXIST or os.path.lexists(destination):
+        raise OutputExistsError(destination)
+    os.rename(source, destination)
+
+
 def _exchange(a, b):
     """Swaps paths `a` and `b` atomically if the platform can; True if done."""
+    return _renameat2(a, b, flags=2) is True  # RENAME_EXCHANGE
+
+
+def _renameat2(source, destination, flags):
+    """Linux `renameat2`: True if done, else its errno (None: no renameat2)."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         renameat2 = libc.renameat2
     except (OSError, AttributeError):
-        return False
-    at_fdcwd, rename_exchange = -100, 2
-    result = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
-    return result == 0
+        return None
+    at_fdcwd = -100
+    result = renameat2(at_fdcwd, os.fsencode(source), at_fdcwd, os.fsencode(destination),
+                       flags)
+    return True if result == 0 else ctypes.get_errno()
 
 
 def _flush_to_disk(path):

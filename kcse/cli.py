@@ -14,6 +14,7 @@ end the command with exit code 2 and one line saying what is wrong.
 """
 
 import argparse
+import contextlib
 import errno
 import itertools
 import json
@@ -27,6 +28,7 @@ import numpy as np
 
 from kcse import arguments
 from kcse import atomic_files
+from kcse import file_locks
 from kcse import interrupts
 from kcse.arguments import UsageError
 from kcse.data.chinese import CHINESE_TASKS
@@ -63,7 +65,9 @@ def main(argv=None):
         command = f"kcse {args.command}"
         arguments.one_line_warnings(command)
         check_arguments(args)
-        return args.run(args) or 0
+        with claiming(args.claimed):  # A second run on one output stops here.
+            check_replaced(args)  # Not before: another run may have just written it.
+            return args.run(args) or 0
     except BaseException as error:
         return report(error, command, written_before)
 
@@ -276,9 +280,75 @@ def check_arguments(args):
     for flag in ("json", "markdown"):
         if getattr(args, flag, None) is not None:
             arguments.check_output(getattr(args, flag), f"--{flag}", folder=False)
+    outputs = written_paths(args)
+    arguments.check_apart(outputs, read_paths(args))
+    args.claimed = [path for flag, path in outputs if flag != "--mteb-output"]
+
+
+def written_paths(args):
+    """`(flag, path)` of what the command writes: its --output (a file or
+    folder), --json, --markdown, and --mteb-output's results/ folder."""
+    flags = ("output", "json", "markdown") if args.output_kind else ("json", "markdown")
+    paths = [(f"--{flag}", getattr(args, flag)) for flag in flags
+             if getattr(args, flag, None) is not None]
+    if getattr(args, "mteb_output", None) is not None:
+        paths.append(("--mteb-output", args.mteb_output / "results"))
+    return paths
+
+
+def read_paths(args):
+    """`(flag, path)` of every file and folder the command reads: --model
+    (a file, a folder, `PATH:family`'s folder; beside a .keras file, the
+    train.json an export reads), --checkpoint-root, --input, --data,
+    --data-dir (train: the bundled one by default), and train's
+    --train-file and method files (--nli, --synonyms)."""
+    paths = []
+    for name in args.inputs:
+        value = getattr(args, name)
+        paths += [(f"--{name}", path) for path in (value if isinstance(value, list) else [value])]
+    model = args.model.rsplit(":", 1)[0] if ":" in args.model else args.model
+    if args.model.endswith(".keras") or pathlib.Path(model).exists():
+        paths.append(("--model", pathlib.Path(model)))
+    if args.command == "export" and args.model.endswith(".keras"):
+        paths.append(("--model", pathlib.Path(args.model).with_name("train.json")))
+    if args.checkpoint_root is not None:
+        paths.append(("--checkpoint-root", args.checkpoint_root))
+    if args.command == "train":
+        from kcse.data.chinese import BUNDLED_CHINESE_STS
+
+        paths.append(("--data-dir", args.data_dir or BUNDLED_CHINESE_STS))
+        paths += command_line.read_files(args, args.method)
+    elif getattr(args, "data_dir", None) is not None:
+        paths.append(("--data-dir", args.data_dir))
+    return paths
+
+
+@contextlib.contextmanager
+def claiming(paths):
+    """Holds the claims on `paths` (`file_locks.claiming`) for the body; a
+    path another kcse run is writing is a UsageError saying which process."""
+    with contextlib.ExitStack() as claims:
+        for path in paths:
+            try:
+                claims.enter_context(file_locks.claiming(path))
+            except file_locks.OutputClaimedError as error:
+                raise UsageError(str(error)) from None
+        yield
+
+
+def check_replaced(args):
+    """What the command would replace is replaced only with --overwrite,
+    and a folder only when kcse wrote everything in it (an earlier export)."""
     replaced = replaced_output(args)
     if replaced is not None and not args.overwrite:
         raise UsageError(f"{replaced} exists: pass --overwrite to replace it")
+    if replaced is not None and args.replaces == "OUTPUT" and args.output_kind == "folder":
+        foreign = atomic_files.foreign_file(replaced)
+        if foreign is not None:
+            raise UsageError(
+                f"--output {replaced}: holds {foreign}, which kcse did not write there; "
+                "--overwrite replaces only a folder kcse exported (the files its "
+                f"{atomic_files.MANIFEST} lists): move it or choose another --output")
 
 
 def check_export_arguments(args):
@@ -365,9 +435,10 @@ def check_mteb_pair_counts(args, pairs):
 def replaced_output(args):
     """The file or non-empty SavedModel folder the command would replace."""
     kind = getattr(args, "replaces", None)
-    if kind == "OUTPUT/encoder.keras":
-        path = args.output / "encoder.keras"
-        return path if path.exists() else None
+    if kind == "OUTPUT/encoder.keras":  # And train.json: nothing else there.
+        existing = [path for path in (args.output / "encoder.keras", args.output / "train.json")
+                    if path.exists()]
+        return existing[0] if existing else None
     if kind == "JSON":
         existing = [path for path in (args.json, getattr(args, "markdown", None))
                     if path is not None and path.exists()]
@@ -576,7 +647,7 @@ def train(args, data):
     if not distribution.is_chief():
         return  # Process 0 of a --distributed run writes the output.
     keep_prefix(encoder, prefix)  # The file keeps the prompt it was trained with.
-    save_trained(encoder, args.output / "encoder.keras")
+    save_trained(encoder, args.output / "encoder.keras", args.overwrite)
     record = {
         "model": args.model, "model_source": source, "pooling": encoder.pooling,
         "prefix": prefix, "task": args.task, "method": method.name,
@@ -588,7 +659,7 @@ def train(args, data):
         | {"seed": args.seed, "precision": args.precision},
         "provenance": run_provenance(),
     }
-    atomic_files.write_json(args.output / "train.json", record)
+    atomic_files.write_json(args.output / "train.json", record, replace=args.overwrite)
     print(f"wrote {args.output / 'encoder.keras'} and {args.output / 'train.json'}")
 
 
@@ -599,12 +670,15 @@ def saved_bytes(encoder):
     return variables_bytes(encoder.weights) + 2**20
 
 
-def save_trained(encoder, path):
-    """Saves a trained encoder at `path`; if that fails, in the temporary
-    folder, and says where: training is not lost for a full disk."""
+def save_trained(encoder, path, overwrite):
+    """Saves a trained encoder at `path` (replacing a file there only with
+    `overwrite`); if that fails, in the temporary folder, and says where:
+    training is not lost for a full disk or a file made there meanwhile."""
     try:
-        encoder.save(path)
-    except atomic_files.WriteError as error:
+        encoder.save(path, overwrite=overwrite)
+    except (atomic_files.WriteError, FileExistsError) as error:
+        if not isinstance(error, atomic_files.WriteError):  # Made while it trained.
+            error = atomic_files.OutputExistsError(path)
         import tempfile
 
         rescue = pathlib.Path(tempfile.mkdtemp(prefix="kcse-train-")) / path.name
@@ -654,7 +728,7 @@ def run_evaluate(args):
         print(f"{row['data']:<{width}}  {row['n']:>6}  {row['spearman']:>8.2f}  "
               f"{row['pearson']:>8.2f}")
     if args.json:
-        atomic_files.write_json(args.json, rows)
+        atomic_files.write_json(args.json, rows, replace=args.overwrite)
     if args.mteb_output:
         write_mteb_output(args, encoder, rows, seconds)
 
@@ -696,12 +770,12 @@ def run_english_suite(args):
     print(f"{args.model}: pooling {encoder.pooling}, prefix {prefix!r}\n")
     print(table, end="")
     if args.markdown:
-        atomic_files.write_text(args.markdown, table)
+        atomic_files.write_text(args.markdown, table, replace=args.overwrite)
     if args.json:
         atomic_files.write_json(args.json, {
             "suite": args.suite, "model": args.model, "model_source": source,
             "pooling": encoder.pooling, "prefix": prefix,
-            "data_dir": str(args.data_dir.resolve())} | results)
+            "data_dir": str(args.data_dir.resolve())} | results, replace=args.overwrite)
 
 
 class Shard(typing.NamedTuple):
@@ -787,7 +861,7 @@ def run_encode(args):
     texts = (prefix + text for _, text in numbered_texts)
     progress = keras.utils.Progbar(count, unit_name="sentence",
                                    verbose=arguments.progress_verbosity())
-    with atomic_files.replacing(args.output) as temporary:
+    with atomic_files.replacing(args.output, replace=args.overwrite) as temporary:
         with EncodeWriter(temporary, count, args.field, records, args.output) as writer:
             for rows, vectors in predict_in_chunks(encoder, encoder.preprocessor, texts,
                                                    args.batch_size, warn_truncation=True):

@@ -346,12 +346,14 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         The file is written under a temporary name in the same folder, then
         renamed to `filepath`: a kill during the save leaves the previous
         file intact. With `overwrite=False` an existing file raises
-        `FileExistsError` (Keras would ask on the terminal).
+        `FileExistsError` (Keras would ask on the terminal), before the
+        save or, for one made meanwhile, at the rename
+        (`kcse.atomic_files.OutputExistsError`).
         """
         filepath = pathlib.Path(filepath)
         if not overwrite and filepath.exists():
             raise FileExistsError(f"{filepath} exists; pass overwrite=True to replace it.")
-        with atomic_files.replacing(filepath) as temporary:
+        with atomic_files.replacing(filepath, replace=overwrite) as temporary:
             super().save(temporary, overwrite=True, **kwargs)
 
     def export(self, filepath, format="tf_saved_model", normalize=None, **kwargs):

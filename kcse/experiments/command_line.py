@@ -356,6 +356,17 @@ def check_train_file(args, method):
         raise arguments.UsageError(f"--train-file {' '.join(str(error).split())}") from None
 
 
+def read_files(args, method):
+    """`(flag, path)` of the files a training run of `method` reads besides
+    the model and the task's data: --train-file and the method's file flags
+    (--nli, --synonyms)."""
+    flags = [("--train-file", "train_file")] + [
+        (flag.names[0], flag.dest) for flag in METHODS[method].flags
+        if flag.options.get("type") is pathlib.Path]
+    return [(name, getattr(args, dest)) for name, dest in flags
+            if getattr(args, dest, None) is not None]
+
+
 def add_method_arguments(parser, names):
     """The flags of the methods `names` (of `methods.METHODS`), each once."""
     added = set()

@@ -11,20 +11,13 @@ ones; it never shows an old number for a new question.
 """
 
 import contextlib
-import errno
 import json
 import math
-import os
 import pathlib
-import warnings
-
-try:
-    import fcntl
-except ImportError:  # Windows: no flock.
-    fcntl = None
 
 from kcse import atomic_files
 from kcse import distribution
+from kcse import file_locks
 from kcse.data.chinese import CHINESE_TASKS
 from kcse.digests import content_digest
 
@@ -206,13 +199,13 @@ class ResultStore:
         if not distribution.is_chief():
             return not self.finished(key)  # Process 0 claims for the run.
         self.claims_path.mkdir(parents=True, exist_ok=True)
-        claim = _claim_file(self.claims_path / content_digest(key))
+        claim = file_locks.claim_file(self.claims_path / content_digest(key), UNLOCKED_RISK)
         if claim is False:
             return False
         with self._locked():
             self.reload()
         if self.finished(key):
-            _release(claim)
+            file_locks.release(claim)
             return False
         self._claims[key] = claim
         return True
@@ -221,7 +214,7 @@ class ResultStore:
         """Gives up the claim on cell `key`, if this run holds it."""
         claim = self._claims.pop(key, None)
         if claim is not None:
-            _release(claim, self.claims_path / content_digest(key))
+            file_locks.release(claim, self.claims_path / content_digest(key))
 
     def add(self, key, record):
         """Stores one cell and rewrites the three files atomically.
@@ -247,11 +240,11 @@ class ResultStore:
         """Holds the folder's exclusive lock (blocking) for the body."""
         self.directory.mkdir(parents=True, exist_ok=True)
         with open(self.lock_path, "a") as lock:
-            if _lock(lock, blocking=True):
+            if file_locks.lock(lock, blocking=True, risk=UNLOCKED_RISK):
                 try:
                     yield
                 finally:
-                    fcntl.flock(lock, fcntl.LOCK_UN)
+                    file_locks.unlock(lock)
             else:
                 yield
 
@@ -269,52 +262,8 @@ def is_finished(cell):
             and all(field in cell for field in REQUIRED_FIELDS))
 
 
-# errno values of a file system that does not lock (NFS without lockd...).
-_NO_LOCKS = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL}
-_warned_no_locks = []
-
-
-def _lock(file, blocking):
-    """flock's exclusive lock on open `file`: True if held, False if another
-    holder has it (non-blocking only), None where locks are unsupported."""
-    try:
-        if fcntl is None:
-            raise OSError(errno.ENOSYS, "no flock on this platform")
-        fcntl.flock(file, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-        return True
-    except BlockingIOError:
-        return False
-    except OSError as error:
-        if error.errno not in _NO_LOCKS:
-            raise
-        if not _warned_no_locks:
-            _warned_no_locks.append(True)
-            warnings.warn(f"{file.name}: files cannot be locked here "
-                          f"({error.strerror}); runs sharing this results folder "
-                          "may drop each other's cells", stacklevel=3)
-        return None
-
-
-def _claim_file(path):
-    """An open claim file holding its lock; False if another run holds it."""
-    file = open(path, "a")
-    held = _lock(file, blocking=False)
-    if held is False:
-        file.close()
-        return False
-    return file
-
-
-def _release(file, path=None):
-    """Closes a claim file (releasing its lock), deleting it first at `path`.
-
-    Deleted while still locked: a run that opened it meanwhile then locks
-    a file no one uses and finds the cell finished (`claim` reads again).
-    """
-    if path is not None:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
-    file.close()
+# What a results folder risks where files cannot be locked.
+UNLOCKED_RISK = "runs sharing this results folder may drop each other's cells"
 
 
 def read_cells(path):

@@ -283,7 +283,8 @@ def export_huggingface(encoder, path, overwrite=False):
 
     The folder is written under a temporary name beside `path` and renamed
     into place; an existing non-empty `path` raises `FileExistsError`
-    unless `overwrite`. An encoder this format cannot express (a backbone
+    unless `overwrite`, and even then when it holds a file kcse did not
+    write there (`kcse.atomic_files.check_replaceable`). An encoder this format cannot express (a backbone
     family not written yet, jieba with its HMM) raises
     `UnsupportedExportError` before anything is written.
 
@@ -308,6 +309,6 @@ def export_huggingface(encoder, path, overwrite=False):
     """
     check_exportable(encoder)
     atomic_files.check_replaceable(path, overwrite)
-    with atomic_files.writing_folder(path) as temporary:
+    with atomic_files.writing_folder(path, overwrite) as temporary:
         write_backbone(temporary, encoder)
     return pathlib.Path(path)

@@ -67,7 +67,8 @@ def export_onnx(encoder, path, quantize=None, normalize=None, overwrite=False):
             (activations quantised per batch at run time).
         normalize: L2-normalise the output (default: the encoder's own
             `normalize`; an encoder that normalises cannot export without).
-        overwrite: replace an existing non-empty folder at `path`.
+        overwrite: replace an existing non-empty folder at `path`, one
+            holding only files kcse wrote there (an earlier export).
 
     The folder holds the files of the module table. `model.onnx` takes
     int64 `input_ids`, `attention_mask` (and `token_type_ids` when the
@@ -92,7 +93,8 @@ def export_onnx(encoder, path, quantize=None, normalize=None, overwrite=False):
     Raises:
         UnsupportedExportError: a tokenizer the folder's files cannot
             express (jieba's HMM), or no preprocessor.
-        FileExistsError: `path` is a non-empty folder and not `overwrite`.
+        FileExistsError: `path` is a non-empty folder and not `overwrite`,
+            or holds a file kcse did not write there.
         ValueError: an unknown `quantize`, or `normalize=False` for an
             encoder that normalises.
 
@@ -143,7 +145,7 @@ def export_onnx(encoder, path, quantize=None, normalize=None, overwrite=False):
     length = encoder.preprocessor.sequence_length
     tokenizer_files = huggingface.tokenizer_files(tokenizer, length)
     inputs = model_inputs(encoder)
-    with atomic_files.writing_folder(path) as temporary:
+    with atomic_files.writing_folder(path, overwrite) as temporary:
         write_onnx_model(encoder, temporary / MODEL_FILE, normalize)
         models = {"float32": MODEL_FILE}
         if quantize is not None:

@@ -75,7 +75,9 @@ def export_saved_model(encoder, path, normalize=None, overwrite=True):
     swapped into place (`kcse.atomic_files.replace_directory`), so a kill
     during the export leaves the previous folder intact. With
     `overwrite=False`, a non-empty folder at `path` raises
-    `FileExistsError` before anything is written.
+    `FileExistsError` before anything is written; so, always, does a
+    folder holding a file kcse did not write there
+    (`kcse.atomic_files.check_replaceable`).
 
     Before the folder is swapped into place the export runs both signatures
     on what a client may send (`check_saved_model`): `serving_default` on a
@@ -102,7 +104,8 @@ def export_saved_model(encoder, path, normalize=None, overwrite=True):
 
     Raises:
         ExportCheckError: a signature failed on one of the inputs above.
-        FileExistsError: `overwrite=False` and `path` is a non-empty folder.
+        FileExistsError: `overwrite=False` and `path` is a non-empty
+            folder, or `path` holds a file kcse did not write there.
 
     Example:
     ```python
@@ -157,7 +160,7 @@ def export_saved_model(encoder, path, normalize=None, overwrite=True):
     else:
         print(f"kcse export: no {STRINGS_SIGNATURE!r} (strings) signature: "
               f"{reason}. Clients send token ids to {IDS_SIGNATURE!r}.")
-    with atomic_files.writing_folder(path) as temporary:
+    with atomic_files.writing_folder(path, overwrite) as temporary:
         try:
             tf.saved_model.save(module, str(temporary), signatures=signatures)
         except tf.errors.OpError as error:  # TensorFlow's file writes.

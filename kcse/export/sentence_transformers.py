@@ -152,13 +152,15 @@ def export_sentence_transformers(encoder, path, prompts=None, training=None,
             They must hold the encoder's default prompt, with its text.
         training: what `kcse train` recorded (its `train.json`, a dict), for
             the model card: method, settings, scores before and after.
-        overwrite: replace an existing non-empty folder at `path`.
+        overwrite: replace an existing non-empty folder at `path`, one
+            holding only files kcse wrote there (an earlier export).
 
     The folder is written under a temporary name beside `path` and renamed
     into place. Raises `UnsupportedExportError` before anything is written
     for a pooling (WK) or model this format cannot express, `ValueError`
     for `prompts` without the encoder's default prompt, and
-    `FileExistsError` for an existing `path` without `overwrite`.
+    `FileExistsError` for an existing `path` without `overwrite`, or one
+    holding a file kcse did not write there.
 
     Example:
     ```python
@@ -186,7 +188,7 @@ def export_sentence_transformers(encoder, path, prompts=None, training=None,
     if default_name is not None and prompts.get(default_name) != encoder.default_prompt:
         raise ValueError(f"prompts {prompts!r} lack the encoder's default prompt "
                          f"{default_name!r}: {encoder.default_prompt!r}.")
-    with atomic_files.writing_folder(path) as temporary:
+    with atomic_files.writing_folder(path, overwrite) as temporary:
         two_layers = encoder.pooling in ("first_last_avg", "last2avg")
         huggingface.write_backbone(
             temporary, encoder, {"output_hidden_states": True} if two_layers else None)
