@@ -24,6 +24,7 @@ import contextlib
 import errno
 import os
 import pathlib
+import time
 import warnings
 
 try:
@@ -150,10 +151,15 @@ def claiming(output):
                 folder.rmdir()
 
 
-def holder_pid(path):
-    """The pid written in claim file `path`, or None."""
-    try:
-        text = pathlib.Path(path).read_text(encoding="ascii").strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-    return int(text) if text.isdigit() else None
+def holder_pid(path, tries=20):
+    """The pid written in claim file `path`, or None. The holder writes it
+    just after it locks: an empty file is read again a few times."""
+    for _ in range(tries):
+        try:
+            text = pathlib.Path(path).read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+        if text:
+            return int(text) if text.isdigit() else None
+        time.sleep(0.005)
+    return None

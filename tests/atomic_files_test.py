@@ -200,3 +200,68 @@ def test_replace_directory_replaces_a_file_too(tmp_path):
     atomic_files.replace_directory(new, tmp_path / "export")
     assert (tmp_path / "export" / "saved_model.pb").read_text() == "pb"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["export"]
+
+
+@pytest.mark.parametrize("no_renameat2", [False, True], ids=["renameat2", "check-then-rename"])
+def test_a_file_made_while_one_is_written_without_replace_is_kept(tmp_path, monkeypatch,
+                                                                   no_renameat2):
+    if no_renameat2:  # The path taken where the kernel has no RENAME_NOREPLACE.
+        monkeypatch.setattr(atomic_files, "_renameat2", lambda *args, **kwargs: None)
+    path = tmp_path / "vectors.npy"
+    with pytest.raises(atomic_files.OutputExistsError) as error:
+        with atomic_files.replacing(path, replace=False) as temporary:
+            temporary.write_bytes(b"new")
+            path.write_bytes(b"another program's")  # Made meanwhile.
+    assert isinstance(error.value, FileExistsError)
+    assert str(error.value) == (f"cannot write {path}: it appeared or changed while kcse was "
+                                "writing it; it is left as it was and the new one is not kept")
+    assert path.read_bytes() == b"another program's" and names(tmp_path) == ["vectors.npy"]
+    atomic_files.write_text(tmp_path / "new.txt", "x", replace=False)  # Absent: written.
+    assert (tmp_path / "new.txt").read_text() == "x"
+
+
+def test_a_written_folder_lists_its_files_and_only_they_are_replaced(tmp_path):
+    folder = tmp_path / "export"
+    for text in ("first", "second"):  # The second replaces what the first wrote.
+        with atomic_files.writing_folder(folder, overwrite=True) as temporary:
+            write_tree(temporary, {"model.onnx": text, "1_Pooling/config.json": "{}"})
+    assert tree(folder)["model.onnx"] == "second"
+    assert json.loads((folder / atomic_files.MANIFEST).read_text()) == {
+        "written_by": "kcse", "files": ["1_Pooling/config.json", "model.onnx"]}
+    assert atomic_files.foreign_file(folder) is None
+    (folder / "1_Pooling" / "notes.txt").write_text("mine")
+    before = tree(folder)
+    assert atomic_files.foreign_file(folder) == "1_Pooling/notes.txt"
+    with pytest.raises(FileExistsError, match="holds 1_Pooling/notes.txt, which kcse did not "
+                       "write there; overwrite replaces only a folder kcse wrote"):
+        atomic_files.check_replaceable(folder, overwrite=True)
+    with pytest.raises(FileExistsError, match="exists and is not empty; pass overwrite=True"):
+        atomic_files.check_replaceable(folder, overwrite=False)
+    (folder / "1_Pooling" / "notes.txt").unlink()
+    (folder / atomic_files.MANIFEST).write_text("not JSON")  # Unreadable: all the user's.
+    assert atomic_files.foreign_file(folder) == "1_Pooling/config.json"
+    (folder / "1_Pooling" / "notes.txt").write_text("mine")
+    assert tree(folder) == before | {atomic_files.MANIFEST: "not JSON"}
+    (tmp_path / "a_file").write_text("mine")
+    with pytest.raises(FileExistsError, match="a_file is a file; kcse writes a folder only"):
+        atomic_files.check_replaceable(tmp_path / "a_file", overwrite=True)
+    (tmp_path / "empty").mkdir()
+    atomic_files.check_replaceable(tmp_path / "empty", overwrite=False)  # Taken as it is.
+
+
+def test_a_user_file_put_in_the_folder_while_it_is_written_is_kept(tmp_path):
+    folder = tmp_path / "export"
+    with atomic_files.writing_folder(folder) as temporary:
+        write_tree(temporary, {"model.onnx": "first"})
+    with pytest.raises(atomic_files.OutputExistsError, match="notes.txt, which kcse did not"):
+        with atomic_files.writing_folder(folder, overwrite=True) as temporary:
+            write_tree(temporary, {"model.onnx": "second"})
+            (folder / "notes.txt").write_text("mine")  # Meanwhile.
+    assert tree(folder) == {"model.onnx": "first", "notes.txt": "mine",
+                            atomic_files.MANIFEST: tree(folder)[atomic_files.MANIFEST]}
+    assert names(tmp_path) == ["export"]  # No temporary left.
+    with pytest.raises(atomic_files.OutputExistsError, match="exists and is not empty"):
+        with atomic_files.writing_folder(tmp_path / "new") as temporary:
+            write_tree(temporary, {"model.onnx": "mine"})
+            write_tree(tmp_path / "new", {"other.txt": "made meanwhile"})
+    assert tree(tmp_path / "new") == {"other.txt": "made meanwhile"}

@@ -513,8 +513,19 @@ def test_export_refuses_a_non_empty_folder_unless_overwrite(trained, capsys):
     assert capsys.readouterr().err.strip() == (
         f"kcse export: error: {target} exists: pass --overwrite to replace it")
     assert (target / "notes.txt").read_text() == "mine"
-    assert cli.main(arguments + ["--overwrite"]) in (0, None)
-    assert not (target / "notes.txt").exists() and (target / "saved_model.pb").is_file()
+    # --overwrite replaces only what kcse wrote: not the user's note.
+    assert cli.main(arguments + ["--overwrite"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"kcse export: error: --output {target}: holds notes.txt, which kcse did not write "
+        "there; --overwrite replaces only a folder kcse exported (the files its "
+        "kcse_export.json lists): move it or choose another --output")
+    assert (target / "notes.txt").read_text() == "mine"
+    (target / "notes.txt").unlink()
+    assert cli.main(arguments) in (0, None)  # An empty folder is taken as it is.
+    first = (target / "saved_model.pb").read_bytes()
+    (target / "saved_model.pb").write_bytes(b"edited")
+    assert cli.main(arguments + ["--overwrite"]) in (0, None)  # kcse's own export.
+    assert (target / "saved_model.pb").read_bytes() == first
     assert [p.name for p in folder.iterdir() if p.name.startswith(".serving")] == []
 
 

@@ -183,9 +183,12 @@ def test_an_existing_folder_is_kept_unless_overwrite(tmp_path):
     with pytest.raises(FileExistsError, match="overwrite"):
         kcse.export.export_huggingface(encoder, folder)
     assert {path.name: path.read_bytes() for path in folder.iterdir()} == before
-    (folder / "mine.txt").write_text("kept?")
-    kcse.export.export_huggingface(encoder, folder, overwrite=True)
+    kcse.export.export_huggingface(encoder, folder, overwrite=True)  # kcse's own folder.
     assert sorted(path.name for path in folder.iterdir()) == sorted(before)
+    (folder / "mine.txt").write_text("kept")
+    with pytest.raises(FileExistsError, match="holds mine.txt, which kcse did not write"):
+        kcse.export.export_huggingface(encoder, folder, overwrite=True)
+    assert (folder / "mine.txt").read_text() == "kept"
 
 
 def real_encoder(name):

@@ -112,6 +112,8 @@ def write_earlier_files(disk):
     (disk.folder / "vectors.jsonl").write_text('{"text": "old", "line": 1}\n')
     (disk.folder / "served").mkdir()
     (disk.folder / "served" / "saved_model.pb").write_bytes(b"earlier export")
+    (disk.folder / "served" / "kcse_export.json").write_text(  # What kcse wrote there.
+        '{"written_by": "kcse", "files": ["saved_model.pb"]}\n')
     return disk.files()
 
 

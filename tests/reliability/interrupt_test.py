@@ -101,6 +101,8 @@ def earlier(tmp_path):
     folder = tmp_path / "out"
     (folder / "served").mkdir(parents=True)
     (folder / "served" / "saved_model.pb").write_bytes(b"earlier export")
+    (folder / "served" / "kcse_export.json").write_text(  # What kcse wrote there.
+        '{"written_by": "kcse", "files": ["saved_model.pb"]}\n')
     np.save(folder / "vectors.npy", np.ones((2, 8), "float32"))
     (folder / "encoder.keras").write_bytes(b"earlier encoder")
     (folder / "train.json").write_text("{}\n")
