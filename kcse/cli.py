@@ -282,7 +282,13 @@ def check_arguments(args):
             arguments.check_output(getattr(args, flag), f"--{flag}", folder=False)
     outputs = written_paths(args)
     arguments.check_apart(outputs, read_paths(args))
-    args.claimed = [path for flag, path in outputs if flag != "--mteb-output"]
+    if (getattr(args, "json", None) and getattr(args, "markdown", None)
+            and arguments.path_relation(args.json, args.markdown) == "is"):
+        raise UsageError(f"--markdown {args.markdown}: is --json {args.json}; give each "
+                         "its own file")
+    cluster = getattr(args, "cluster", None)  # Process 0 of --distributed writes.
+    args.claimed = [] if cluster and cluster.process_id else [
+        path for flag, path in outputs if flag != "--mteb-output"]
 
 
 def written_paths(args):

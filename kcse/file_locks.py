@@ -27,6 +27,8 @@ import pathlib
 import time
 import warnings
 
+from kcse import atomic_files
+
 try:
     import fcntl
 except ImportError:  # Windows: no flock.
@@ -86,7 +88,7 @@ def claim_file(path, risk):
     file locked after that is no longer at `path`, and is opened again.
     """
     while True:
-        file = open(path, "a+")
+        file = open(path, "ab", buffering=0)
         held = lock(file, blocking=False, risk=risk)
         if held is False:
             file.close()
@@ -125,22 +127,26 @@ def claiming(output):
     """Holds the claim on `output` (a file or folder to be written) for the body.
 
     Raises `OutputClaimedError` naming the holder's pid when another live
-    process holds it. The claim file (`claim_path`) is deleted when the
+    process holds it, and `kcse.atomic_files.WriteError` naming `output`
+    when the claim file cannot be made. The claim file (`claim_path`) is deleted when the
     body ends, however it ends; one a killed process left behind is empty
     of meaning and is taken over by the next claim. Folders made to hold
     it are removed again when empty.
     """
     path = claim_path(output)
     made = [folder for folder in [path.parent, *path.parent.parents] if not folder.exists()]
-    path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        file = claim_file(path, risk=f"two kcse runs writing {output} at once are not kept apart")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            file = claim_file(path, risk=f"two kcse runs writing {output} at once are "
+                              "not kept apart")
+        except OSError as error:  # A full disk, a read-only file system...
+            raise atomic_files.WriteError(output, error) from None
         if file is False:
             raise OutputClaimedError(output, holder_pid(path))
         with contextlib.suppress(OSError):  # The pid is for the message only.
-            file.truncate(0)
-            file.write(str(os.getpid()))
-            file.flush()
+            os.ftruncate(file.fileno(), 0)
+            os.write(file.fileno(), str(os.getpid()).encode("ascii"))
         try:
             yield
         finally:
