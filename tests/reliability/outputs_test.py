@@ -91,6 +91,14 @@ def test_evaluate_and_train_never_write_over_their_inputs(run_folder, capsys, sh
     before = files(run_folder.parent)
     refused(capsys, ["evaluate", "--model", model, "--data", pairs, "--json", pairs,
                      "--overwrite"], f"--json {pairs}: is --data {pairs}")
+    table = run_folder / "table.md"
+    same_table = run_folder / ".." / "x" / "table.md"
+    refused(capsys, ["evaluate", "--model", model, "--suite", "english-sts", "--data-dir",
+                     shared_data, "--json", table, "--markdown", same_table],
+            f"--markdown {same_table}: is --json {table}")
+    refused(capsys, ["evaluate", "--model", model, "--suite", "english-sts", "--data-dir",
+                     shared_data, "--json", shared_data / "sts_en" / "table.json"],
+            f"--json {shared_data / 'sts_en' / 'table.json'}: lies inside --data-dir")
     data = shared_data / "senteval_cn"
     refused(capsys, ["train", "--model", model, "--data-dir", data, "--task", "STS-B",
                      "--output", run_folder, "--overwrite"],
