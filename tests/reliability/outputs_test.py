@@ -5,12 +5,14 @@ Each refusal is one line, exit 2, before the model loads (no "model:" line),
 and every file that was there is still there byte for byte.
 """
 
+import json
 import os
 import pathlib
 
 import pytest
 
 from conftest import tiny_encoder_file
+from tiny_grid import tiny_task_and_model
 from kcse import cli
 from kcse import file_locks
 
@@ -165,3 +167,31 @@ def test_the_api_never_replaces_a_folder_holding_files_kcse_did_not_write(run_fo
                        "did not write there; overwrite replaces only a folder kcse wrote"):
         encoder.export(run_folder, format=fmt, overwrite=True)
     assert files(run_folder) == before
+
+
+def test_train_overwrite_replaces_its_two_files_and_keeps_the_others(tmp_path, shared_data,
+                                                                     capsys):
+    model = tiny_task_and_model(tmp_path, shared_data)  # PATH:bert, a checkpoint folder.
+    checkpoint = pathlib.Path(model.rsplit(":", 1)[0])
+    output = tmp_path / "run"
+    output.mkdir()
+    (output / "encoder.keras").write_bytes(b"earlier encoder")
+    (output / "train.json").write_text("{}\n")
+    (output / "notes.txt").write_text("mine\n")
+    argv = ["train", "--model", model, "--pooling", "P1", "--data-dir", tmp_path / "data",
+            "--task", "STS-B", "--protocol", "su", "--sentences", "32", "--batch-size", "16"]
+    before = files(tmp_path)
+    refused(capsys, argv + ["--output", checkpoint / "run", "--overwrite"],
+            f"--output {checkpoint / 'run'}: lies inside --model {checkpoint}")
+    refused(capsys, argv + ["--output", tmp_path / "data" / "run"],
+            f"--output {tmp_path / 'data' / 'run'}: lies inside --data-dir {tmp_path / 'data'}")
+    refused(capsys, argv + ["--output", output], f"{output / 'encoder.keras'} exists: pass "
+            "--overwrite to replace it")
+    assert files(tmp_path) == before
+    assert cli.main([str(part) for part in argv + ["--output", output, "--overwrite"]]) == 0
+    assert (output / "notes.txt").read_text() == "mine\n"
+    assert (output / "encoder.keras").read_bytes() != b"earlier encoder"
+    assert json.loads((output / "train.json").read_text())["method"] == "simcse"
+    assert sorted(path.name for path in output.iterdir()) == [
+        "encoder.keras", "notes.txt", "train.json"]
+    assert {path.name for path in tmp_path.iterdir()} == {"data", "tiny_bert", "run"}
