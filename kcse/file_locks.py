@@ -117,8 +117,9 @@ def release(file, path=None):
 
 
 def claim_path(output):
-    """The hidden claim file of `output`, beside it: `.<name>.kcse-claim`."""
-    output = pathlib.Path(output)
+    """The hidden claim file of `output`, beside it: `.<name>.kcse-claim`
+    (of its resolved path: two spellings of one output share a claim)."""
+    output = pathlib.Path(output).resolve()
     return output.parent / f".{output.name}.kcse-claim"
 
 

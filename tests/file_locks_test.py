@@ -108,3 +108,16 @@ except file_locks.OutputClaimedError as error:
     holder = runs[lines.index("wrote")].pid
     assert all(line.startswith(f"{tmp_path / 'out'} is being written by process {holder} ")
                for line in lines if line != "wrote"), lines
+
+
+def test_two_spellings_of_one_output_share_its_claim(tmp_path, monkeypatch):
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "runs")
+    monkeypatch.chdir(tmp_path / "runs")
+    with file_locks.claiming(tmp_path / "runs" / "x"):
+        for spelling in ("x", "../link/x", "./x/../x"):
+            with pytest.raises(file_locks.OutputClaimedError,
+                               match=f"^{spelling} is being written by process {os.getpid()}"):
+                with file_locks.claiming(spelling):
+                    pass
+    assert list((tmp_path / "runs").iterdir()) == []
