@@ -129,10 +129,10 @@ def claiming(output):
 
     Raises `OutputClaimedError` naming the holder's pid when another live
     process holds it, and `kcse.atomic_files.WriteError` naming `output`
-    when the claim file cannot be made. The claim file (`claim_path`) is deleted when the
-    body ends, however it ends; one a killed process left behind is empty
-    of meaning and is taken over by the next claim. Folders made to hold
-    it are removed again when empty.
+    when the claim file cannot be made. The claim file (`claim_path`) is
+    deleted when the body ends, however it ends; one a killed process left
+    behind holds no lock and is taken over by the next claim. Folders made
+    to hold it are removed again when empty.
     """
     path = claim_path(output)
     made = [folder for folder in [path.parent, *path.parent.parents] if not folder.exists()]
