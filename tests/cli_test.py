@@ -522,10 +522,12 @@ def test_export_refuses_a_non_empty_folder_unless_overwrite(trained, capsys):
     assert (target / "notes.txt").read_text() == "mine"
     (target / "notes.txt").unlink()
     assert cli.main(arguments) in (0, None)  # An empty folder is taken as it is.
-    first = (target / "saved_model.pb").read_bytes()
+    first = sorted(path.name for path in target.iterdir())
+    assert "kcse_export.json" in first
     (target / "saved_model.pb").write_bytes(b"edited")
     assert cli.main(arguments + ["--overwrite"]) in (0, None)  # kcse's own export.
-    assert (target / "saved_model.pb").read_bytes() == first
+    assert sorted(path.name for path in target.iterdir()) == first
+    assert (target / "saved_model.pb").read_bytes() != b"edited"
     assert [p.name for p in folder.iterdir() if p.name.startswith(".serving")] == []
 
 
