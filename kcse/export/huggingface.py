@@ -285,9 +285,8 @@ def export_huggingface(encoder, path, overwrite=False):
     into place; an existing non-empty `path` raises `FileExistsError`
     unless `overwrite`, and even then when it holds a file kcse did not
     write there (`kcse.atomic_files.check_replaceable`). An encoder this
-    format cannot express (a backbone
-    family not written yet, jieba with its HMM) raises
-    `UnsupportedExportError` before anything is written.
+    format cannot express (a backbone family not written yet, jieba with
+    its HMM) raises `UnsupportedExportError` before anything is written.
 
     Example:
     ```python
