@@ -65,6 +65,8 @@ LEGACY_POOLING_KEYS = {
     "pooling_mode_weightedmean_tokens": "weightedmean", "pooling_mode_lasttoken": "lasttoken",
 }
 KCSE_POOLING = {"cls": "cls", "mean": "last_avg", "max": "max"}
+# The module types kcse's encoder has (in this order).
+KNOWN_MODULES = ("Transformer", "WeightedLayerPooling", "Pooling", "Dense", "Normalize")
 IDENTITY = "torch.nn.modules.linear.Identity"
 TANH = "torch.nn.modules.activation.Tanh"
 # Relative error of −b W⁺ W against b above which a Dense's bias is not a whitening's.
@@ -219,6 +221,10 @@ class FolderReader:
 
     def read(self):
         modules = self.modules()
+        for module in modules:
+            if self.kind(module) not in KNOWN_MODULES:
+                self.fail(module, "kcse has no such module (its encoder runs Transformer, "
+                          "WeightedLayerPooling, Pooling, Dense and Normalize modules)")
         if self.kind(modules[0]) != "Transformer":
             self.fail(modules[0], "the first module must be a sentence-transformers "
                       "Transformer (the backbone), as kcse's encoder runs one first")
@@ -250,8 +256,11 @@ class FolderReader:
         dense = rest
         for module in dense:
             if self.kind(module) != "Dense":
-                self.fail(module, "kcse has no such module (it runs Pooling, then an optional "
-                          "pooler Dense and whitening Dense, then Normalize, last)")
+                known = self.kind(module) in KNOWN_MODULES
+                self.fail(module, ("not where kcse's encoder has it" if known else
+                                   "kcse has no such module") + " (kcse runs Transformer, "
+                          "WeightedLayerPooling, Pooling, a pooler Dense, a whitening Dense and "
+                          "Normalize, in this order, the Pooling alone required)")
         if dense and mode == "cls" and self.is_pooler(dense[0], transformer, hidden):
             module = dense.pop(0)
             kernel, bias, activation = self.dense(module, hidden)
