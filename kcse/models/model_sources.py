@@ -77,28 +77,10 @@ def default_prefix(preset):
 
 
 def _sentence_transformers_config(preset):
-    """A folder's `config_sentence_transformers.json` as a dict (none: `{}`).
+    """A folder's `config_sentence_transformers.json`, checked (none: `{}`)."""
+    from kcse.models.sentence_transformers_folder import read_prompts_config
 
-    Its `prompts` must be an object of str to str (or null) and its
-    `default_prompt_name` null or one of them: a `ValueError` names the
-    file and field otherwise.
-    """
-    from kcse.models.huggingface_folder import read_json_object
-
-    path = pathlib.Path(str(preset)) / "config_sentence_transformers.json"
-    if not path.is_file():
-        return {}
-    config = read_json_object(path, "sentence-transformers config")
-    prompts = config.get("prompts") or {}
-    if not isinstance(prompts, dict) or not all(
-            isinstance(text, str) for text in prompts.values()):
-        raise ValueError(f"{path}: prompts must be an object of prompt names to texts "
-                         f"(strings); got {json.dumps(prompts, ensure_ascii=False)[:80]}")
-    name = config.get("default_prompt_name")
-    if name is not None and name not in prompts:
-        raise ValueError(f"{path}: default_prompt_name {json.dumps(name, ensure_ascii=False)} "
-                         f"is not one of its prompts ({', '.join(prompts) or 'none'})")
-    return config
+    return read_prompts_config(preset)
 
 
 def check_model(name, flag, checkpoint_root=None):

@@ -45,6 +45,7 @@ back = kcse.SentenceEncoder.from_preset("st-folder")  # pooling P4, normalised
 """
 
 import dataclasses
+import json
 import pathlib
 
 import numpy as np
@@ -158,6 +159,29 @@ def is_sentence_transformers_folder(path):
     return (pathlib.Path(str(path)) / MODULES_FILE).is_file()
 
 
+def read_prompts_config(folder):
+    """A folder's `config_sentence_transformers.json` as a dict (none: `{}`).
+
+    Its `prompts` must be an object of str to str (or null) and its
+    `default_prompt_name` null or one of them: a `ValueError` names the
+    file and field otherwise.
+    """
+    path = pathlib.Path(str(folder)) / PROMPTS_FILE
+    if not path.is_file():
+        return {}
+    config = read_json_object(path, "sentence-transformers config")
+    prompts = config.get("prompts") or {}
+    if not isinstance(prompts, dict) or not all(
+            isinstance(text, str) for text in prompts.values()):
+        raise ValueError(f"{path}: prompts must be an object of prompt names to texts "
+                         f"(strings); got {json.dumps(prompts, ensure_ascii=False)[:80]}")
+    name = config.get("default_prompt_name")
+    if name is not None and name not in prompts:
+        raise ValueError(f"{path}: default_prompt_name {json.dumps(name, ensure_ascii=False)} "
+                         f"is not one of its prompts ({', '.join(prompts) or 'none'})")
+    return config
+
+
 def whitening_mean(kernel, bias):
     """μ with `(x − μ) W = x W + b`: `−b W⁺` (the least-norm one), float64."""
     return -np.asarray(bias, "float64") @ np.linalg.pinv(np.asarray(kernel, "float64"))
@@ -193,8 +217,6 @@ class FolderReader:
 
     def modules(self):
         try:
-            import json
-
             modules = json.loads(self.modules_file.read_text(encoding="utf-8"))
         except (OSError, ValueError) as error:
             raise ValueError(f"{self.modules_file}: not a sentence-transformers module list "
@@ -335,9 +357,7 @@ class FolderReader:
         return modes[0]
 
     def has_prompts(self):
-        from kcse.models.model_sources import default_prompts
-
-        return any(default_prompts(self.folder).values())
+        return any((read_prompts_config(self.folder).get("prompts") or {}).values())
 
     def layer_pooling(self, module, hidden, layers):
         """The kcse poolings a `WeightedLayerPooling` computes (before a mean)."""
