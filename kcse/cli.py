@@ -228,7 +228,8 @@ def add_model_arguments(parser, max_length=True, pooling="last_avg"):
                         help="a .keras file, e5-small, Su's model names (with "
                         "--checkpoint-root), a keras-hub preset or folder, or PATH:family")
     parser.add_argument("--pooling", choices=POOLING_NAMES, default=None,
-                        help=f"(default: {pooling}; a .keras file keeps its own)")
+                        help=f"(default: {pooling}; a .keras file or sentence-transformers "
+                        "folder keeps its own)")
     parser.add_argument("--prefix", default=None,
                         help="prepended to every sentence (default: the model's "
                         "default prompt: \"query: \" for e5-small, the one a .keras "
