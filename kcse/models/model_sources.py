@@ -27,7 +27,6 @@ spec.description  # 'keras-hub preset bert_tiny_en_uncased'
 
 import dataclasses
 import importlib.metadata
-import json
 import pathlib
 
 from kcse import arguments
