@@ -30,6 +30,7 @@ import pathlib
 import re
 
 CONFIG_FILE = "config.json"
+TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 WEIGHTS_FILE = "model.safetensors"
 # Hugging Face `model_type`s kcse builds a `SentenceEncoder` on (keras-hub's
 # converters give a backbone kcse pools): BERT and XLM-R. The NEZHA and
@@ -111,9 +112,10 @@ def check_huggingface_folder(folder):
     `config.json` names a `class_name`). Raises a `ValueError` naming the
     file and field: a config that is not a JSON object, a `model_type`
     kcse does not build on (`BACKBONE_TYPES`), a size that is not a
-    positive integer, a `hidden_size` the heads do not divide, and a
+    positive integer, a `hidden_size` the heads do not divide, a
     `model.safetensors` that is truncated or whose tensors' shapes or
-    layer count differ from the config's.
+    layer count differ from the config's, and missing tokenizer files
+    (`check_tokenizer_files`).
     """
     folder = pathlib.Path(folder)
     path = folder / CONFIG_FILE
@@ -140,7 +142,30 @@ def check_huggingface_folder(folder):
     weights = folder / WEIGHTS_FILE
     if weights.is_file():
         check_weight_shapes(config, path, safetensors_shapes(weights), weights)
+    check_tokenizer_files(folder, model_type)
     return config
+
+
+def check_tokenizer_files(folder, model_type):
+    """The files keras-hub's converter reads the tokenizer from are there:
+    XLM-R's `sentencepiece.bpe.model`; BERT's `tokenizer_config.json` with
+    `do_lower_case`, and `vocab.txt` (or the SentencePiece model where
+    `tokenizer_class` names XLM-R's, as multilingual-e5's)."""
+    sentencepiece = "sentencepiece.bpe.model"
+    if model_type == "bert":
+        path = folder / TOKENIZER_CONFIG_FILE
+        if not path.is_file():
+            raise ValueError(f"{path}: missing; keras-hub reads a BERT folder's tokenizer "
+                             "settings from it")
+        config = read_json_object(path, "tokenizer config")
+        if "XLMRoberta" not in str(config.get("tokenizer_class", "")):
+            if not isinstance(config.get("do_lower_case"), bool):
+                raise ValueError(f"{path}: do_lower_case must be true or false; got "
+                                 f"{config.get('do_lower_case')!r}")
+            sentencepiece = "vocab.txt"
+    if not (folder / sentencepiece).is_file():
+        raise ValueError(f"{folder / sentencepiece}: missing; keras-hub reads the tokenizer from "
+                         "it (a folder with tokenizer.json alone is not read yet)")
 
 
 def check_weight_shapes(config, path, shapes, weights):

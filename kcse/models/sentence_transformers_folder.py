@@ -14,7 +14,8 @@ of `kcse.export.sentence_transformers`' table:
 | `Normalize` (last) | `normalize=True` |
 
 and `config_sentence_transformers.json`'s `prompts` and
-`default_prompt_name`, `sentence_bert_config.json`'s `max_seq_length`.
+`default_prompt_name`, `sentence_bert_config.json`'s `max_seq_length`
+(sentence-transformers 5: `tokenizer_config.json`'s `model_max_length`).
 Anything else (another module type, a pooling mode kcse lacks such as
 `mean_sqrt_len_tokens`, `weightedmean` or `lasttoken`, a `Dense` with
 another activation or in another place) raises a `ValueError` naming
@@ -50,6 +51,7 @@ import pathlib
 
 import numpy as np
 
+from kcse.models.huggingface_folder import TOKENIZER_CONFIG_FILE
 from kcse.models.huggingface_folder import WEIGHTS_FILE
 from kcse.models.huggingface_folder import check_huggingface_folder
 from kcse.models.huggingface_folder import read_json_object
@@ -308,24 +310,30 @@ class FolderReader:
         return FolderModules(modules_file=str(self.modules_file), poolings=poolings, **settings)
 
     def max_seq_length(self, transformer, config):
-        path = transformer / TRANSFORMER_SETTINGS_FILE
-        if not path.is_file():
-            return None
-        settings = read_json_object(path, "sentence-transformers Transformer config")
-        length = settings.get("max_seq_length")
-        if length is None:
-            return None
-        if not (isinstance(length, int) and not isinstance(length, bool) and length >= 1):
-            raise ValueError(f"{path}: max_seq_length must be a positive integer; got {length!r}")
+        """`sentence_bert_config.json`'s `max_seq_length`, else (sentence-
+        transformers 5 keeps it there) `tokenizer_config.json`'s
+        `model_max_length` where it fits the positions; or None."""
         limit = config.get("max_position_embeddings")
         if config.get("model_type") == "xlm-roberta" and limit:
             limit -= 2  # XLM-R numbers positions from 2.
-        if limit and length > limit:
-            raise ValueError(f"{path}: max_seq_length {length} exceeds the model's position "
-                             f"embeddings ({limit} tokens, config.json max_position_embeddings)")
+        path = transformer / TRANSFORMER_SETTINGS_FILE
+        settings = (read_json_object(path, "sentence-transformers Transformer config")
+                    if path.is_file() else {})
         if settings.get("do_lower_case"):
             raise ValueError(f"{path}: do_lower_case true: sentence-transformers lowercases "
                              "sentences before the tokenizer, which kcse's encoder does not")
+        length = settings.get("max_seq_length")
+        if length is None:
+            tokenizer = transformer / TOKENIZER_CONFIG_FILE
+            length = read_json_object(tokenizer).get("model_max_length") if (
+                tokenizer.is_file()) else None
+            fits = isinstance(length, int) and 1 <= length <= (limit or length)
+            return length if fits else None
+        if not (isinstance(length, int) and not isinstance(length, bool) and length >= 1):
+            raise ValueError(f"{path}: max_seq_length must be a positive integer; got {length!r}")
+        if limit and length > limit:
+            raise ValueError(f"{path}: max_seq_length {length} exceeds the model's position "
+                             f"embeddings ({limit} tokens, config.json max_position_embeddings)")
         return length
 
     def config(self, module, folder):
@@ -425,6 +433,8 @@ class FolderReader:
             return True
         kernel, bias, _ = self.dense(module, hidden)
         if kernel.shape != (hidden, hidden):
+            return False
+        if not (transformer / WEIGHTS_FILE).is_file():
             return False
         names = safetensors_shapes(transformer / WEIGHTS_FILE)
         pooler = [name for name in names if name.endswith("pooler.dense.weight")]

@@ -45,18 +45,19 @@ def tiny(tmp_path_factory):
 
 def encoder_of(raw, texts, pooling, whitened, normalize):
     """`pooling` over `raw`'s backbone, whitened on `texts` (to 4 dimensions,
-    or all 8 after a cls token, the Dense that looks like a pooler).
+    or all 8 after a cls token: the Dense that looks like a pooler).
 
-    `epsilon=0.1` keeps the kernel's entries below 3.2: bojone's 1/sqrt(variance)
-    on 60 sentences of a random model reaches 45, which scales float32's
-    rounding differences between PyTorch and TensorFlow (~4e-7 in the pooled
-    vectors) past 1e-5 on both the exporting encoder and the folder."""
+    `epsilon=0.1` keeps the kernel's entries below 3.2: bojone's
+    1/sqrt(variance) on 60 sentences of a random model reaches 45, which
+    scales float32's rounding differences between PyTorch and TensorFlow
+    (~4e-7 in the pooled vectors) past 1e-5 on the exporting encoder itself
+    (P2: 4.6e-4)."""
     name, activation = POOLINGS[pooling]
     plain = kcse.SentenceEncoder(raw.backbone, raw.preprocessor, pooling=name,
                                  pooler_activation=activation)
     whitening = None
     if whitened:
-        whitening = kcse.layers.Whitening(n_components=None if name in ("cls", "pooler") else 4,
+        whitening = kcse.layers.Whitening(n_components=None if name == "cls" else 4,
                                           epsilon=0.1)
         whitening.adapt(plain.encode(texts))
     return kcse.SentenceEncoder(raw.backbone, raw.preprocessor, pooling=name,
@@ -82,15 +83,44 @@ def test_an_exported_folder_reads_back_as_sentence_transformers_runs_it(
     with one_torch_thread():
         theirs = model.encode(texts, convert_to_numpy=True)
     ours = back.encode(texts)
-    dim = 4 if whitened and POOLINGS[pooling][0] not in ("cls", "pooler") else 8
+    dim = 4 if whitened and pooling != "P1" else 8
     assert ours.shape == theirs.shape == (len(texts), dim)
     exporting = encoder.encode(texts)
-    assert np.abs(ours - theirs).max() <= TOLERANCE, (np.abs(ours - theirs).max(),
-                                                     np.abs(exporting - theirs).max())
+    # Within 1e-5 of sentence-transformers; where the exporting encoder is
+    # itself farther (P2's linear pooler whitened and normalised: 1.09e-5,
+    # its large outputs' rounding), no farther than it.
+    baseline = np.abs(exporting - theirs).max()
+    assert np.abs(ours - theirs).max() <= max(TOLERANCE, baseline + 1e-6), baseline
     # The folder's backbone is keras-hub's conversion, the exporting one the
     # checkpoint's: their float32 sums differ in order, which normalising a
     # whitened random pooler's vector of small norm brings to 1.03e-5.
     assert np.abs(ours - exporting).max() <= 2 * TOLERANCE
+
+
+@pytest.mark.parametrize("pooling", ["P2-tanh", "P4"])
+def test_a_folder_sentence_transformers_saved_reads_back(tiny, tmp_path, pooling):
+    """`SentenceTransformer.save` of the folder writes sentence-transformers
+    5's layout (module paths such as `...modules.pooling.Pooling`, a
+    `pooling_mode` key, `max_seq_length` as the tokenizer's
+    `model_max_length`); it drops `vocab.txt`, which keras-hub's BERT
+    tokenizer reads: copied back here, and refused in one line without."""
+    from sentence_transformers import SentenceTransformer
+
+    raw, texts = tiny
+    encoder_of(raw, texts, pooling, True, True).export(tmp_path / "st",
+                                                      format="sentence_transformers")
+    model = SentenceTransformer(str(tmp_path / "st"), device="cpu")
+    model.save(str(tmp_path / "saved"))
+    with pytest.raises(ValueError, match=r"saved/vocab.txt: missing; keras-hub reads"):
+        kcse.SentenceEncoder.from_preset(str(tmp_path / "saved"))
+    shutil.copy(tmp_path / "st" / "vocab.txt", tmp_path / "saved" / "vocab.txt")
+    back = kcse.SentenceEncoder.from_preset(str(tmp_path / "saved"))
+    assert (back.pooling, back.pooler_activation) == POOLINGS[pooling]
+    assert back.normalize and back.whitening is not None
+    assert back.preprocessor.sequence_length == 32
+    with one_torch_thread():
+        theirs = model.encode(texts, convert_to_numpy=True)
+    assert np.abs(back.encode(texts) - theirs).max() <= TOLERANCE
 
 
 def test_all_minilm_l6_v2_reads_as_its_modules_say():
@@ -230,6 +260,11 @@ DAMAGED = {
                              "model_type 'gpt2': kcse reads Hugging Face folders of model_type"),
     "an edited vocab_size": (set_field("config.json", vocab_size=41), "config.json",
                              "vocab_size 41, hidden_size 8, but"),
+    "no vocab.txt": (lambda folder: (folder / "vocab.txt").unlink(), "vocab.txt",
+                     "missing; keras-hub reads the tokenizer from it"),
+    "no do_lower_case": (edit_json("tokenizer_config.json", lambda config: {
+        key: value for key, value in config.items() if key != "do_lower_case"}),
+        "tokenizer_config.json", "do_lower_case must be true or false; got None"),
     "prompts as a list": (set_field("config_sentence_transformers.json",
                                     prompts=["query: "]),
                           "config_sentence_transformers.json",
