@@ -330,3 +330,19 @@ def test_the_folders_own_pooling_named_is_taken(exported):
     back = kcse.SentenceEncoder.from_preset(str(exported / "st"), pooling="P4", normalize=True,
                                             sequence_length=16)
     assert back.pooling == "first_last_avg" and back.preprocessor.sequence_length == 16
+
+
+def test_a_damaged_hugging_face_folder_is_one_line(exported, tmp_path, capsys, no_model_loads):
+    """The same checks on a folder without modules.json (`format="huggingface"`)."""
+    folder = tmp_path / "hf"
+    shutil.copytree(exported / "hf", folder)
+    truncate(folder)
+    assert cli.main(["evaluate", "--model", str(folder), "--pooling", "P1", "--data",
+                     str(exported / "pairs.data")]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"kcse evaluate: error: --model {folder / 'model.safetensors'}: "
+                            "truncated: ") and error.count("\n") == 1, error
+    shutil.copy(exported / "hf" / "model.safetensors", folder)
+    set_field("config.json", hidden_size=16)(folder)
+    with pytest.raises(ValueError, match=r"hf/config.json: vocab_size 40, hidden_size 16, but "):
+        kcse.SentenceEncoder.from_preset(str(folder), pooling="P1")
