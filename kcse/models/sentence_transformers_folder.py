@@ -231,7 +231,7 @@ class FolderReader:
         return modules
 
     def module_folder(self, module):
-        folder = (self.folder / module.get("path", "")).resolve()
+        folder = self.folder / module.get("path", "")
         if not folder.is_dir() and self.kind(module) != "Normalize":
             self.fail(module, f"no folder {folder}")
         return folder
