@@ -29,6 +29,7 @@ from kcse import arguments
 from kcse import atomic_files
 from kcse import interrupts
 from kcse.arguments import UsageError
+from kcse.backend_choice import check_backend
 from kcse.data.chinese import CHINESE_TASKS
 from kcse.experiments import command_line
 from kcse.experiments import english_sts
@@ -37,6 +38,7 @@ from kcse.experiments import protocols
 from kcse.export.formats import FORMATS as EXPORT_FORMATS
 from kcse.export.formats import QUANTIZATIONS
 from kcse.export.formats import SENTENCE_TRANSFORMERS_POOLING
+from kcse.export.formats import TENSORFLOW_FORMATS
 from kcse.layers.pooling_rules import POOLING_NAMES
 from kcse.layers.pooling_rules import resolve_pooling
 from kcse.models.model_sources import check_model
@@ -242,6 +244,8 @@ def add_model_arguments(parser, max_length=True, pooling="last_avg"):
 
 def check_arguments(args):
     """Files, folders, models and flags that depend on each other, before any work."""
+    check_backend(f"--format {args.format}" if args.command == "export"
+                  and args.format in TENSORFLOW_FORMATS else None)
     if args.command == "evaluate":
         check_evaluate_arguments(args)
     for name in args.inputs:
