@@ -25,6 +25,9 @@ names ONNX Runtime clients (and sentence-transformers' ONNX models) use.
 | `onnx_config.json` | the inputs, output, dimension, pooling, normalisation, maximum length, prompts and the default prompt's name |
 """
 
+import contextlib
+import logging
+import os
 import pathlib
 import warnings
 
@@ -239,8 +242,14 @@ def write_onnx_model(encoder, path, normalize):
     options.log_severity_level = 3  # Errors only.
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
     options.optimized_model_filepath = str(path)
-    onnxruntime.InferenceSession(model.SerializeToString(), options,
-                                 providers=["CPUExecutionProvider"])
+    try:
+        onnxruntime.InferenceSession(model.SerializeToString(), options,
+                                     providers=["CPUExecutionProvider"])
+    except Exception as error:
+        check_room_for(path, model.ByteSize())  # "Protobuf serialization failed".
+        raise saved_model.ExportCheckError(
+            f"ONNX Runtime could not load the converted encoder (pooling "
+            f"{encoder.pooling!r}): {type(error).__name__}: {error}") from error
     onnx.checker.check_model(str(path))
 
 
@@ -280,9 +289,50 @@ def quantize_model(source, target, intermediate_dim):
     weights = {tensor.name: tuple(tensor.dims) for tensor in model.graph.initializer}
     float_layers = [node.name for node in model.graph.node if node.op_type == "MatMul"
                     and weights.get(node.input[1], (None,))[0] == intermediate_dim]
-    quantize_dynamic(str(rewritten), str(target), weight_type=QuantType.QInt8,
-                     op_types_to_quantize=QUANTIZED_OPERATORS, nodes_to_exclude=float_layers)
+    with quiet_root_logger():  # "Please consider to run pre-processing ..."
+        try:
+            quantize_dynamic(str(rewritten), str(target), weight_type=QuantType.QInt8,
+                             op_types_to_quantize=QUANTIZED_OPERATORS,
+                             nodes_to_exclude=float_layers)
+        except Exception as error:
+            check_room_for(target, rewritten.stat().st_size)  # A short file, read back.
+            raise saved_model.ExportCheckError(
+                f"ONNX Runtime could not quantise {pathlib.Path(source).name} to "
+                f"{pathlib.Path(target).name}: {type(error).__name__}: {error}") from error
     rewritten.unlink()
+
+
+def check_room_for(path, size):
+    """Raises the `OSError` of writing `size` bytes beside `path`, if any.
+
+    ONNX Runtime's and onnx's C++ writers do not say that a write failed
+    (a full disk): ONNX Runtime reports "Protobuf serialization failed",
+    the quantiser a short file that it then cannot parse. After such an
+    error this writes (and removes) a file of `size` bytes in `path`'s
+    folder, so that a full disk is the `OSError` saying so, which
+    `atomic_files` reports as a `WriteError` naming the export.
+    """
+    probe = pathlib.Path(path).with_name(f".{pathlib.Path(path).name}.room")
+    try:
+        with open(probe, "wb") as file:
+            file.write(bytes(size))
+            file.flush()
+            os.fsync(file.fileno())
+    finally:
+        probe.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def quiet_root_logger():
+    """Keeps the root logger's warnings (ONNX Runtime's quantiser logs
+    advice there) off the terminal inside the block."""
+    logger = logging.getLogger()
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def gemm_as_matmul(graph):
