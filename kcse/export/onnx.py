@@ -35,11 +35,11 @@ import keras
 import numpy as np
 
 from kcse import atomic_files
+from kcse import compat
 from kcse.export import huggingface
 from kcse.export import saved_model
 from kcse.export import sentencepiece_json
 from kcse.export.formats import QUANTIZATIONS
-from kcse.precision import precision_of
 
 # kcse's token inputs -> the names ONNX Runtime clients feed (Hugging Face's).
 INPUT_NAMES = {
@@ -214,7 +214,8 @@ def write_onnx_model(encoder, path, normalize):
         features = {name: tf.cast(features[INPUT_NAMES[name]], tf.int32) for name in inputs}
         if "segment_ids" in encoder.backbone.input and "segment_ids" not in inputs:
             features["segment_ids"] = tf.zeros_like(features["token_ids"])
-        with keras.StatelessScope(state_mapping=list(zip(variables, values))):
+        with keras.StatelessScope(state_mapping=list(zip(variables, values))), \
+                computing_in_float32(encoder):
             # No tf.cond for empty batches (the SavedModel's): ONNX Runtime's
             # quantisation does not reach into an `If` subgraph.
             return saved_model.embedding(encoder, features, normalize, OUTPUT,
@@ -251,6 +252,36 @@ def write_onnx_model(encoder, path, normalize):
             f"ONNX Runtime could not load the converted encoder (pooling "
             f"{encoder.pooling!r}): {type(error).__name__}: {error}") from error
     onnx.checker.check_model(str(path))
+
+
+@contextlib.contextmanager
+def computing_in_float32(encoder):
+    """Inside the block, `encoder`'s bfloat16 layers compute in float32.
+
+    ONNX Runtime's CPU kernels take no bfloat16 (tf2onnx's graph of a
+    bfloat16 encoder fails to load: "Type parameter (T) of Optype (Mul)
+    bound to different types"), so a bfloat16 encoder (`"mixed_bfloat16"`,
+    or bfloat16 weights too) is converted computing in float32: its
+    layers' dtype policies are float32 for the conversion, and bfloat16
+    weights are cast as they are read (Keras' autocast scope). Its vectors
+    then differ from the encoder's by bfloat16's rounding only
+    (`saved_model.HALF_PRECISION_TOLERANCES`). float16 stays as it is:
+    ONNX Runtime runs it.
+    """
+    layers = [layer for layer in [encoder, *compat.sublayers(encoder)]
+              if layer.dtype_policy.compute_dtype == "bfloat16"]
+    policies = [layer.dtype_policy for layer in layers]
+    if not layers:
+        yield
+        return
+    try:
+        for layer in layers:
+            layer.dtype_policy = "float32"
+        with keras.src.backend.AutocastScope("float32"):
+            yield
+    finally:
+        for layer, policy in zip(layers, policies):
+            layer.dtype_policy = policy
 
 
 def erfc_as_one_minus_erf(graph, node, name, args):
@@ -388,8 +419,7 @@ def check_onnx_models(folder, models, encoder, normalize):
 
     texts = saved_model.CHECK_TEXTS + [""]
     expected = saved_model.in_process_vectors(encoder, texts, normalize)
-    tolerance = saved_model.HALF_PRECISION_TOLERANCES.get(
-        precision_of(encoder), saved_model.TOLERANCE)
+    tolerance = saved_model.check_tolerance(encoder)
     made = {name: np.asarray(keras.ops.convert_to_numpy(value))
             for name, value in encoder.preprocessor(texts).items()}
     batch = {INPUT_NAMES[name]: made[name].astype("int64") for name in model_inputs(encoder)}
