@@ -15,6 +15,7 @@ end the command with exit code 2 and one line saying what is wrong.
 
 import argparse
 import errno
+import importlib.util
 import itertools
 import json
 import os
@@ -36,6 +37,7 @@ from kcse.experiments import english_sts
 from kcse.experiments import methods
 from kcse.experiments import protocols
 from kcse.export.formats import FORMATS as EXPORT_FORMATS
+from kcse.export.formats import ONNX_PACKAGES
 from kcse.export.formats import QUANTIZATIONS
 from kcse.export.formats import SENTENCE_TRANSFORMERS_POOLING
 from kcse.export.formats import TENSORFLOW_FORMATS
@@ -294,6 +296,11 @@ def check_export_arguments(args):
                          "sentence_transformers")
     if args.quantize is not None and args.format != "onnx":
         raise UsageError(f"--quantize: only --format onnx is quantised, not {args.format}")
+    missing = [name for name in ONNX_PACKAGES
+               if args.format == "onnx" and importlib.util.find_spec(name) is None]
+    if missing:
+        raise UsageError(f"--format onnx needs the packages {', '.join(ONNX_PACKAGES)}: "
+                         f"pip install {' '.join(missing)}")
     if (args.format == "sentence_transformers" and args.pooling is not None
             and resolve_pooling(args.pooling) not in SENTENCE_TRANSFORMERS_POOLING):
         raise UsageError(f"--pooling {args.pooling}: sentence-transformers has no "

@@ -251,7 +251,11 @@ def write_onnx_model(encoder, path, normalize):
         raise saved_model.ExportCheckError(
             f"ONNX Runtime could not load the converted encoder (pooling "
             f"{encoder.pooling!r}): {type(error).__name__}: {error}") from error
-    onnx.checker.check_model(str(path))
+    try:
+        onnx.checker.check_model(str(path))
+    except onnx.checker.ValidationError as error:
+        raise saved_model.ExportCheckError(
+            f"{path.name} is not a valid ONNX model (onnx.checker): {error}") from error
 
 
 @contextlib.contextmanager

@@ -37,8 +37,10 @@ sys.exit(code)
 """
 
 
-def run(target, *arguments):
+def run(target, *arguments, **environment):
+    """`main` of `target` in a fresh process, with `environment` set."""
     env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
+    env.update(environment)
     return subprocess.run(
         [sys.executable, "-c", DRIVER, str(target), *map(str, arguments)],
         capture_output=True, text=True, env=env, cwd=REPO,
