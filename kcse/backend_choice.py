@@ -14,11 +14,11 @@ exports need) and JAX (`SUPPORTED_BACKENDS`); Keras' other backends
 
 Example:
 ```python
-import os
 from kcse import backend_choice
 
-os.environ["KERAS_BACKEND"] = "jax"
-assert backend_choice.chosen_backend() == "jax"  # before `import keras`
+# `KERAS_BACKEND=jax python ...`: "jax", read before Keras is imported.
+print(backend_choice.chosen_backend())
+backend_choice.check_backend()  # UsageError unless tensorflow or jax
 ```
 """
 
