@@ -46,16 +46,21 @@ def chosen_backend():
     return keras_json().get("backend", "tensorflow")
 
 
-def keras_json():
-    """The settings of Keras' `keras.json` ({} when absent or not JSON, as
-    Keras takes it)."""
+def keras_json_path():
+    """Where Keras reads its settings: `$KERAS_HOME/keras.json`, by default
+    `~/.keras/keras.json` (`/tmp/.keras` when home cannot be written)."""
     home = os.environ.get("KERAS_HOME")
     if home is None:
         base = os.path.expanduser("~")
         home = os.path.join(base if os.access(base, os.W_OK) else "/tmp", ".keras")
-    path = pathlib.Path(os.path.expanduser(home)) / "keras.json"
+    return pathlib.Path(os.path.expanduser(home)) / "keras.json"
+
+
+def keras_json():
+    """The settings of Keras' `keras.json` ({} when absent or not JSON, as
+    Keras takes it)."""
     try:
-        settings = json.loads(path.read_text(encoding="utf-8"))
+        settings = json.loads(keras_json_path().read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return settings if isinstance(settings, dict) else {}
@@ -65,7 +70,7 @@ def where_chosen():
     """Where `chosen_backend()` comes from, in words (for messages)."""
     if os.environ.get("KERAS_BACKEND"):
         return "KERAS_BACKEND"
-    return "the \"backend\" of keras.json"
+    return f"the \"backend\" of {keras_json_path()}"
 
 
 def check_backend(needs_tensorflow=None):

@@ -554,10 +554,15 @@ def recipe_main(method_name, doc, output, argv=None, poolings=None,
 def one_line_stops(prog, kept):
     """Ends a recipe that cannot write (a full disk) or is interrupted
     (Ctrl-C, or what a library made of it) with one line and exit code 1
-    or 130; `kept()` says in words what the run wrote before."""
+    or 130, and one whose Keras cannot start (`start_tensorflow`'s
+    UsageError) with exit code 2; `kept()` says in words what the run
+    wrote before."""
     interrupts.install()
     try:
         yield
+    except arguments.UsageError as error:
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        sys.exit(2)
     except atomic_files.WriteError as error:
         print(f"{prog}: error: {error}; {kept()}", file=sys.stderr)
         sys.exit(1)
@@ -606,8 +611,8 @@ def run_grids(prog, runs, method_name):
     from kcse.tensorflow_start import start_tensorflow
 
     arguments.one_line_warnings(prog)
-    start_tensorflow(runs[0].verbose)
     try:
+        start_tensorflow(runs[0].verbose)  # A keras.json Keras rejects: a UsageError.
         start_distributed(runs[0])
     except arguments.UsageError as error:
         print(f"{prog}: error: {error}", file=sys.stderr)

@@ -55,7 +55,26 @@ def test_keras_json_names_the_backend_when_the_variable_does_not(tmp_path, texts
     result = run("kcse", "encode", "--model", "e5-small", "--input", texts,
                  "--output", tmp_path / "v.npy", KERAS_HOME=str(tmp_path), KERAS_BACKEND="")
     assert_one_line_error(result, "kcse encode",
-                          f"the \"backend\" of keras.json=mxnet: {SUPPORTED}")
+                          f"the \"backend\" of {tmp_path / 'keras.json'}=mxnet: {SUPPORTED}")
+
+
+@pytest.mark.parametrize("target", ["kcse", "chinese_simcse.py", "english_simcse.py"])
+def test_a_keras_json_keras_rejects_is_one_line_naming_it(target, tmp_path, texts,
+                                                          shared_data):
+    """Keras raises its ValueError as it is imported (after the arguments
+    are checked: `start_tensorflow`); it was a traceback."""
+    (tmp_path / "keras.json").write_text(json.dumps({"floatx": "float8"}))
+    arguments = {
+        "kcse": ["encode", "--model", "e5-small", "--input", texts, "--output",
+                 tmp_path / "v.npy"],
+        "chinese_simcse.py": ["--output", tmp_path / "out"],
+        "english_simcse.py": ["--data-dir", shared_data, "--model", "e5-small",
+                              "--output", tmp_path / "out"]}[target]
+    command = "kcse" if target == "kcse" else REPO / "recipes" / target
+    result = run(command, *arguments, KERAS_HOME=str(tmp_path), KERAS_BACKEND="")
+    assert_one_line_error(result, "kcse encode" if target == "kcse" else target,
+                          f"{tmp_path / 'keras.json'}: Keras cannot start with it: Invalid "
+                          "`floatx` configuration.")
 
 
 def test_a_recipe_refuses_an_unknown_backend(tmp_path):
