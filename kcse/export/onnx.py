@@ -281,7 +281,7 @@ def computing_in_float32(encoder):
     try:
         for layer in layers:
             layer.dtype_policy = "float32"
-        with keras.src.backend.AutocastScope("float32"):
+        with compat.autocast_scope("float32"):
             yield
     finally:
         for layer, policy in zip(layers, policies):
