@@ -16,6 +16,7 @@ end the command with exit code 2 and one line saying what is wrong.
 import argparse
 import contextlib
 import errno
+import importlib.util
 import itertools
 import json
 import os
@@ -31,14 +32,17 @@ from kcse import atomic_files
 from kcse import file_locks
 from kcse import interrupts
 from kcse.arguments import UsageError
+from kcse.backend_choice import check_backend
 from kcse.data.chinese import CHINESE_TASKS
 from kcse.experiments import command_line
 from kcse.experiments import english_sts
 from kcse.experiments import methods
 from kcse.experiments import protocols
 from kcse.export.formats import FORMATS as EXPORT_FORMATS
+from kcse.export.formats import ONNX_PACKAGES
 from kcse.export.formats import QUANTIZATIONS
 from kcse.export.formats import SENTENCE_TRANSFORMERS_POOLING
+from kcse.export.formats import TENSORFLOW_FORMATS
 from kcse.layers.pooling_rules import POOLING_NAMES
 from kcse.layers.pooling_rules import resolve_pooling
 from kcse.models.model_sources import check_model
@@ -248,6 +252,8 @@ def add_model_arguments(parser, max_length=True, pooling="last_avg"):
 
 def check_arguments(args):
     """Files, folders, models and flags that depend on each other, before any work."""
+    check_backend(f"--format {args.format}" if args.command == "export"
+                  and args.format in TENSORFLOW_FORMATS else None)
     if args.command == "evaluate":
         check_evaluate_arguments(args)
     for name in args.inputs:
@@ -367,6 +373,11 @@ def check_export_arguments(args):
                          "sentence_transformers")
     if args.quantize is not None and args.format != "onnx":
         raise UsageError(f"--quantize: only --format onnx is quantised, not {args.format}")
+    missing = [name for name in ONNX_PACKAGES
+               if args.format == "onnx" and importlib.util.find_spec(name) is None]
+    if missing:
+        raise UsageError(f"--format onnx needs the packages {', '.join(ONNX_PACKAGES)}: "
+                         f"pip install {' '.join(missing)}")
     if (args.format == "sentence_transformers" and args.pooling is not None
             and resolve_pooling(args.pooling) not in SENTENCE_TRANSFORMERS_POOLING):
         raise UsageError(f"--pooling {args.pooling}: sentence-transformers has no "

@@ -28,6 +28,7 @@ __all__ = [
     "aggregate_additional_loss",
     "assign_in_row_chunks",
     "attention_probability_dropout",
+    "autocast_scope",
     "build_tensorflow_sentencepiece",
     "canonicalize_python_string_inputs",
     "convert_to_numpy",
@@ -142,6 +143,16 @@ def set_feedforward_activation(block, activation):
     activation = keras.activations.get(activation)
     block.activation = activation
     block._feedforward_intermediate_dense.activation = activation
+
+
+def autocast_scope(dtype):
+    """Keras' scope in which layers read their float variables as `dtype`
+    (what a mixed-precision layer's call enters): a float32 conversion of a
+    bfloat16 encoder reads its bfloat16 weights through it
+    (`kcse.export.onnx.computing_in_float32`). Keras exports no public form."""
+    from keras.src.backend import AutocastScope
+
+    return AutocastScope(dtype)
 
 
 def sublayers(layer):

@@ -12,7 +12,10 @@ command may carry on and write its output.
 training steps (`kcse.training_stops.StopOnInterrupt`),
 between chunks of sentences being encoded, after a model loads, and before
 any file is renamed into place (`kcse.atomic_files`). A second Ctrl-C
-raises at once, as Python would.
+raises at once, as Python would. After a Ctrl-C the errors Python can
+only print ("Exception ignored in ...": a `__del__` of an object whose
+`__init__` the interruption cut short, TensorFlow's among them) are
+dropped, so the command's one line is all the user reads.
 
 Example:
 ```python
@@ -26,9 +29,11 @@ for chunk in chunks:
 """
 
 import signal
+import sys
 import threading
 
 _received = []
+_unraisable_hook = []  # The hook `install()` replaced.
 
 
 def _on_sigint(signum, frame):
@@ -45,6 +50,15 @@ def install():
         return
     if signal.getsignal(signal.SIGINT) in (signal.default_int_handler, _on_sigint):
         signal.signal(signal.SIGINT, _on_sigint)
+    if sys.unraisablehook is not _on_unraisable:
+        _unraisable_hook[:] = [sys.unraisablehook]
+        sys.unraisablehook = _on_unraisable
+
+
+def _on_unraisable(unraisable):
+    """Python's report of an error it cannot raise, unless after a Ctrl-C."""
+    if not interrupted():
+        _unraisable_hook[0](unraisable)
 
 
 def interrupted():

@@ -35,14 +35,28 @@ def start_tensorflow(verbose=False):
     Python exceptions. Safe to call more than once.
     """
     if verbose or "tensorflow" in sys.modules:
-        importlib.import_module("keras")
+        _import_keras()
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     with _stderr_to_file() as captured:
-        importlib.import_module("keras")
+        _import_keras()
         tensorflow = importlib.import_module("tensorflow")
         tensorflow.config.list_physical_devices()  # Device discovery logs (cuInit).
     _write_stderr([line for line in captured if not START_UP_LINE.match(line)])
+
+
+def _import_keras():
+    """Imports Keras; a `UsageError` naming keras.json for the `ValueError`
+    Keras raises as it starts on a setting there it rejects (`"floatx":
+    "float8"`)."""
+    from kcse.arguments import UsageError
+    from kcse.backend_choice import keras_json_path
+
+    try:
+        importlib.import_module("keras")
+    except ValueError as error:
+        raise UsageError(f"{keras_json_path()}: Keras cannot start with it: "
+                         f"{' '.join(str(error).split())}") from None
 
 
 @contextlib.contextmanager

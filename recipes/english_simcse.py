@@ -29,11 +29,13 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 def parse_args(argv=None):
     """The checked arguments; a bad one exits 2 with one line, before any work."""
     from kcse import arguments
+    from kcse.backend_choice import check_backend
     from kcse.layers.pooling_rules import POOLING_NAMES as POOLINGS
     from kcse.experiments.command_line import SMALLEST_BATCH
     from kcse.experiments.command_line import add_speed_arguments
     from kcse.experiments.command_line import add_verbose_argument
     from kcse.experiments.command_line import check_speed_arguments
+    from kcse.experiments.command_line import check_train_file
     from kcse.models.model_sources import check_model
 
     parser = arguments.Parser(
@@ -83,6 +85,7 @@ def parse_args(argv=None):
     add_speed_arguments(parser)
     try:
         args = parser.parse_args(argv)
+        check_backend()
         args.model = args.model or default_model()
         check_model(args.model, "--model")
         arguments.check_input_folder(args.data_dir, "--data-dir")
@@ -91,7 +94,7 @@ def parse_args(argv=None):
                                        "--data-dir")
         arguments.check_output(args.output, "--output", folder=True)
         check_speed_arguments(args)
-        args.train_sentences = read_train_file(args.train_file)
+        check_train_file(args, "simcse")  # Sets args.train_sentences.
     except arguments.UsageError as error:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
         sys.exit(2)
@@ -113,21 +116,6 @@ def default_model():
 
 def stsb_file(data_dir, language, split):
     return data_dir / "stsb_multi_mt" / f"stsb-{language}-{split}.csv"
-
-
-def read_train_file(path):
-    """`--train-file`'s `kcse.data.SentenceFile` (None without one), read
-    whole before any work: a problem with it is a UsageError."""
-    if path is None:
-        return None
-    from kcse import arguments
-    from kcse.data import read_sentence_file
-
-    arguments.check_input_file(path, "--train-file")
-    try:
-        return read_sentence_file(path)
-    except (OSError, ValueError) as error:
-        raise arguments.UsageError(f"--train-file {' '.join(str(error).split())}") from None
 
 
 def file_sentences(sentence_file, count, seed):
@@ -177,6 +165,7 @@ def train(args, model):
 
     import kcse
     from kcse import arguments
+    from kcse.backend_choice import check_backend
     from kcse import atomic_files
 
     keras.utils.set_random_seed(args.seed)

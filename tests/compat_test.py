@@ -91,6 +91,14 @@ def test_sublayers_reach_nested_layers(block):
     assert any(isinstance(layer, keras.layers.Dropout) for layer in nested)
 
 
+def test_autocast_scope_reads_variables_in_its_dtype():
+    variable = keras.Variable(np.full((2,), 1 / 3, "float32"), dtype="bfloat16")
+    with compat.autocast_scope("float32"):
+        read = variable.value
+    assert keras.backend.standardize_dtype(read.dtype) == "float32"
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(read), 0.333984375)  # bf16 of 1/3
+
+
 def test_attention_internals_softmax_and_dropout():
     attention = keras.layers.MultiHeadAttention(num_heads=1, key_dim=2, dropout=0.25)
     attention.build(query_shape=(1, 2, 2), value_shape=(1, 2, 2))

@@ -20,6 +20,7 @@ import sys
 from kcse import arguments
 from kcse import atomic_files
 from kcse import interrupts
+from kcse.backend_choice import check_backend
 from kcse.precision import PRECISIONS
 from kcse.data.chinese import BUNDLED_CHINESE_STS
 from kcse.data.chinese import CHINESE_TASKS
@@ -337,8 +338,9 @@ def check_train_file(args, method):
     """`args.train_sentences`: `--train-file`'s `SentenceFile` (None without).
 
     The file is read whole here, before TensorFlow starts: an unreadable
-    file, a line not UTF-8 (`FILE:LINE`) or no sentence is a UsageError;
-    so is a method that does not train on unlabelled sentences.
+    file, a line not UTF-8 (`FILE:LINE`), fewer than `SMALLEST_BATCH`
+    sentences (in the file, or `--sentences`) is a UsageError; so is a
+    method that does not train on unlabelled sentences.
     """
     args.train_sentences = None
     if getattr(args, "train_file", None) is None:
@@ -354,6 +356,16 @@ def check_train_file(args, method):
         args.train_sentences = read_sentence_file(args.train_file)
     except (OSError, ValueError) as error:
         raise arguments.UsageError(f"--train-file {' '.join(str(error).split())}") from None
+    count = len(args.train_sentences.lines)
+    if count < SMALLEST_BATCH:
+        raise arguments.UsageError(
+            f"--train-file {args.train_file}: {count} sentence; --method {method} "
+            f"contrasts in-batch negatives and needs at least {SMALLEST_BATCH} "
+            "(one a line)")
+    if isinstance(getattr(args, "sentences", None), int) and args.sentences < SMALLEST_BATCH:
+        raise arguments.UsageError(
+            f"--sentences {args.sentences}: --method {method} contrasts in-batch "
+            f"negatives and trains on at least {SMALLEST_BATCH} of --train-file's sentences")
 
 
 def read_files(args, method):
@@ -403,6 +415,7 @@ def check_method_arguments(method, args):
 
 def check_comparison_arguments(args, method):
     """Everything of a recipe's `args` that can be checked without TensorFlow."""
+    check_backend()
     if args.seed + args.seeds > arguments.SEED_LIMIT:
         raise arguments.UsageError(
             f"--seed {args.seed} --seeds {args.seeds}: seeds must stay below "
@@ -552,10 +565,15 @@ def recipe_main(method_name, doc, output, argv=None, poolings=None,
 def one_line_stops(prog, kept):
     """Ends a recipe that cannot write (a full disk) or is interrupted
     (Ctrl-C, or what a library made of it) with one line and exit code 1
-    or 130; `kept()` says in words what the run wrote before."""
+    or 130, and one whose Keras cannot start (`start_tensorflow`'s
+    UsageError) with exit code 2; `kept()` says in words what the run
+    wrote before."""
     interrupts.install()
     try:
         yield
+    except arguments.UsageError as error:
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        sys.exit(2)
     except atomic_files.WriteError as error:
         print(f"{prog}: error: {error}; {kept()}", file=sys.stderr)
         sys.exit(1)
@@ -604,8 +622,8 @@ def run_grids(prog, runs, method_name):
     from kcse.tensorflow_start import start_tensorflow
 
     arguments.one_line_warnings(prog)
-    start_tensorflow(runs[0].verbose)
     try:
+        start_tensorflow(runs[0].verbose)  # A keras.json Keras rejects: a UsageError.
         start_distributed(runs[0])
     except arguments.UsageError as error:
         print(f"{prog}: error: {error}", file=sys.stderr)

@@ -177,6 +177,18 @@ class ResultStore:
         self.cells = {}
         self._claims = {}
         self.reload()
+        self.check_lock_files()
+
+    def check_lock_files(self):
+        """Raises `ResultsFileError` naming the lock file or the claims
+        folder when something else is at its path (a folder, a file, a
+        broken link): found before any model loads, not at the first cell."""
+        for path, kind, is_kind, held in (
+                (self.lock_path, "file", os.path.isfile, "the folder's lock"),
+                (self.claims_path, "folder", os.path.isdir, "the claims of cells under way")):
+            if os.path.lexists(path) and not is_kind(path):
+                raise ResultsFileError(f"{path} is not a {kind} (kcse keeps {held} "
+                                       "there); remove it or choose another --output")
 
     def reload(self):
         """Reads the cells on disk (other runs' included) into `cells`."""

@@ -8,6 +8,11 @@ starts; the exporters use the same names.
 FORMATS = ("tf_saved_model", "sentence_transformers", "huggingface", "onnx")
 # `SentenceEncoder.export(format="onnx", quantize=...)` and `kcse export --quantize`.
 QUANTIZATIONS = ("int8",)
+# The formats written from a TensorFlow graph (the SavedModel's functions;
+# tf2onnx converts them): they need the TensorFlow backend.
+TENSORFLOW_FORMATS = ("tf_saved_model", "onnx")
+# The packages `format="onnx"` imports (the `dev` extra installs them).
+ONNX_PACKAGES = ("tf2onnx", "onnx", "onnxruntime")
 # kcse pooling -> sentence-transformers `Pooling` mode, for the poolings a
 # sentence-transformers folder can compute (two-layer averages add a
 # `WeightedLayerPooling` before the mean; P2 a `Dense` after the cls token).

@@ -25,6 +25,9 @@ names ONNX Runtime clients (and sentence-transformers' ONNX models) use.
 | `onnx_config.json` | the inputs, output, dimension, pooling, normalisation, maximum length, prompts and the default prompt's name |
 """
 
+import contextlib
+import logging
+import os
 import pathlib
 import warnings
 
@@ -32,11 +35,11 @@ import keras
 import numpy as np
 
 from kcse import atomic_files
+from kcse import compat
 from kcse.export import huggingface
 from kcse.export import saved_model
 from kcse.export import sentencepiece_json
 from kcse.export.formats import QUANTIZATIONS
-from kcse.precision import precision_of
 
 # kcse's token inputs -> the names ONNX Runtime clients feed (Hugging Face's).
 INPUT_NAMES = {
@@ -213,7 +216,8 @@ def write_onnx_model(encoder, path, normalize):
         features = {name: tf.cast(features[INPUT_NAMES[name]], tf.int32) for name in inputs}
         if "segment_ids" in encoder.backbone.input and "segment_ids" not in inputs:
             features["segment_ids"] = tf.zeros_like(features["token_ids"])
-        with keras.StatelessScope(state_mapping=list(zip(variables, values))):
+        with keras.StatelessScope(state_mapping=list(zip(variables, values))), \
+                computing_in_float32(encoder):
             # No tf.cond for empty batches (the SavedModel's): ONNX Runtime's
             # quantisation does not reach into an `If` subgraph.
             return saved_model.embedding(encoder, features, normalize, OUTPUT,
@@ -241,9 +245,49 @@ def write_onnx_model(encoder, path, normalize):
     options.log_severity_level = 3  # Errors only.
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
     options.optimized_model_filepath = str(path)
-    onnxruntime.InferenceSession(model.SerializeToString(), options,
-                                 providers=["CPUExecutionProvider"])
-    onnx.checker.check_model(str(path))
+    try:
+        onnxruntime.InferenceSession(model.SerializeToString(), options,
+                                     providers=["CPUExecutionProvider"])
+    except Exception as error:
+        check_room_for(path, model.ByteSize())  # "Protobuf serialization failed".
+        raise saved_model.ExportCheckError(
+            f"ONNX Runtime could not load the converted encoder (pooling "
+            f"{encoder.pooling!r}): {type(error).__name__}: {error}") from error
+    try:
+        onnx.checker.check_model(str(path))
+    except onnx.checker.ValidationError as error:
+        raise saved_model.ExportCheckError(
+            f"{path.name} is not a valid ONNX model (onnx.checker): {error}") from error
+
+
+@contextlib.contextmanager
+def computing_in_float32(encoder):
+    """Inside the block, `encoder`'s bfloat16 layers compute in float32.
+
+    ONNX Runtime's CPU kernels take no bfloat16 (tf2onnx's graph of a
+    bfloat16 encoder fails to load: "Type parameter (T) of Optype (Mul)
+    bound to different types"), so a bfloat16 encoder (`"mixed_bfloat16"`,
+    or bfloat16 weights too) is converted computing in float32: its
+    layers' dtype policies are float32 for the conversion, and bfloat16
+    weights are cast as they are read (Keras' autocast scope). Its vectors
+    then differ from the encoder's by bfloat16's rounding only
+    (`saved_model.HALF_PRECISION_TOLERANCES`). float16 stays as it is:
+    ONNX Runtime runs it.
+    """
+    layers = [layer for layer in [encoder, *compat.sublayers(encoder)]
+              if layer.dtype_policy.compute_dtype == "bfloat16"]
+    policies = [layer.dtype_policy for layer in layers]
+    if not layers:
+        yield
+        return
+    try:
+        for layer in layers:
+            layer.dtype_policy = "float32"
+        with compat.autocast_scope("float32"):
+            yield
+    finally:
+        for layer, policy in zip(layers, policies):
+            layer.dtype_policy = policy
 
 
 def erfc_as_one_minus_erf(graph, node, name, args):
@@ -282,9 +326,52 @@ def quantize_model(source, target, intermediate_dim):
     weights = {tensor.name: tuple(tensor.dims) for tensor in model.graph.initializer}
     float_layers = [node.name for node in model.graph.node if node.op_type == "MatMul"
                     and weights.get(node.input[1], (None,))[0] == intermediate_dim]
-    quantize_dynamic(str(rewritten), str(target), weight_type=QuantType.QInt8,
-                     op_types_to_quantize=QUANTIZED_OPERATORS, nodes_to_exclude=float_layers)
+    with quiet_root_logger():  # "Please consider to run pre-processing ..."
+        try:
+            quantize_dynamic(str(rewritten), str(target), weight_type=QuantType.QInt8,
+                             op_types_to_quantize=QUANTIZED_OPERATORS,
+                             nodes_to_exclude=float_layers)
+        except Exception as error:
+            # A short file read back: its shape-inferred copy of the model,
+            # or the int8 model (larger than float32's for tiny models).
+            check_room_for(target, 2 * rewritten.stat().st_size)
+            raise saved_model.ExportCheckError(
+                f"ONNX Runtime could not quantise {pathlib.Path(source).name} to "
+                f"{pathlib.Path(target).name}: {type(error).__name__}: {error}") from error
     rewritten.unlink()
+
+
+def check_room_for(path, size):
+    """Raises the `OSError` of writing `size` bytes beside `path`, if any.
+
+    ONNX Runtime's and onnx's C++ writers do not say that a write failed
+    (a full disk): ONNX Runtime reports "Protobuf serialization failed",
+    the quantiser a short file that it then cannot parse. After such an
+    error this writes (and removes) a file of `size` bytes in `path`'s
+    folder, so that a full disk is the `OSError` saying so, which
+    `atomic_files` reports as a `WriteError` naming the export.
+    """
+    probe = pathlib.Path(path).with_name(f".{pathlib.Path(path).name}.room")
+    try:
+        with open(probe, "wb") as file:
+            file.write(bytes(size))
+            file.flush()
+            os.fsync(file.fileno())
+    finally:
+        probe.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def quiet_root_logger():
+    """Keeps the root logger's warnings (ONNX Runtime's quantiser logs
+    advice there) off the terminal inside the block."""
+    logger = logging.getLogger()
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def gemm_as_matmul(graph):
@@ -340,8 +427,7 @@ def check_onnx_models(folder, models, encoder, normalize):
 
     texts = saved_model.CHECK_TEXTS + [""]
     expected = saved_model.in_process_vectors(encoder, texts, normalize)
-    tolerance = saved_model.HALF_PRECISION_TOLERANCES.get(
-        precision_of(encoder), saved_model.TOLERANCE)
+    tolerance = saved_model.check_tolerance(encoder)
     made = {name: np.asarray(keras.ops.convert_to_numpy(value))
             for name, value in encoder.preprocessor(texts).items()}
     batch = {INPUT_NAMES[name]: made[name].astype("int64") for name in model_inputs(encoder)}

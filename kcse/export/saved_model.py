@@ -12,7 +12,6 @@ import numpy as np
 from kcse import atomic_files
 from kcse import compat
 from kcse.compilation import trim_padding
-from kcse.precision import precision_of
 
 # The signatures of an exported encoder.
 STRINGS_SIGNATURE = "serving_default"
@@ -34,6 +33,13 @@ TOLERANCE = 1e-4
 # trimmed batches: a few units of bfloat16's (2^-8) or float16's (2^-11)
 # epsilon, through the model's blocks.
 HALF_PRECISION_TOLERANCES = {"bfloat16": 5e-2, "float16": 1e-2}
+
+
+def check_tolerance(encoder):
+    """How far an export's vectors may be from `encoder`'s: `TOLERANCE`, or
+    that of the half precision it computes in (a mixed policy or half
+    precision weights too: its compute dtype)."""
+    return HALF_PRECISION_TOLERANCES.get(encoder.compute_dtype, TOLERANCE)
 
 
 class ExportCheckError(RuntimeError):
@@ -287,7 +293,7 @@ def check_saved_model(path, encoder, normalize, signatures):
             f"the SavedModel written to {path} does not load: {error}"
         ) from error
     dim = encoder.output_dim
-    tolerance = HALF_PRECISION_TOLERANCES.get(precision_of(encoder), TOLERANCE)
+    tolerance = check_tolerance(encoder)
 
     def run(signature, description, inputs, rows, expected=None):
         try:

@@ -335,6 +335,26 @@ def test_a_corrupt_or_foreign_results_file_stops_the_run_untouched(
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["results.json"]
 
 
+@pytest.mark.parametrize("name,make", [
+    (".results.json.lock", lambda path: path.mkdir()),
+    (".results.json.lock", lambda path: path.symlink_to(path.parent / "gone" / "lock")),
+    (".results.json.claims", lambda path: path.write_text("not a folder")),
+])
+def test_lock_and_claims_of_the_wrong_kind_stop_the_run_in_one_line(
+        tmp_path, name, make, capsys):
+    """They were an IsADirectoryError / FileExistsError traceback at the
+    first cell, after the model loaded."""
+    (tmp_path / "out").mkdir()
+    make(tmp_path / "out" / name)
+    with pytest.raises(SystemExit) as exit_info:
+        chinese_simcse.main(["--output", str(tmp_path / "out")])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1
+    assert error.split(": ", 1)[1].startswith(f"error: {tmp_path / 'out' / name} is not a ")
+    assert "remove it or choose another --output" in error
+
+
 def test_su_cells_and_deltas_only_for_his_release():
     cell = {
         "status": "done", "error": None, "reported_split": "test",

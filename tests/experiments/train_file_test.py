@@ -84,11 +84,13 @@ def test_kcse_train_trains_on_the_file_and_records_its_digest(tiny, capsys):
             "for more than the file has)") in out
 
 
-@pytest.mark.parametrize("case", ["not utf-8", "blank", "missing", "labelled method"])
+@pytest.mark.parametrize("case", ["not utf-8", "blank", "missing", "labelled method",
+                                  "one sentence", "one of them"])
 def test_a_bad_train_file_is_one_line_before_any_work(tiny, case, capsys):
     folder, model, _ = tiny
     (folder / "latin1.txt").write_bytes("a line\nanother\ncafé\n".encode("latin-1"))
     (folder / "blank.txt").write_text("\n  \n\n")
+    (folder / "one.txt").write_text("\nthe only sentence\n\n")
     file, expected = {
         "not utf-8": ("latin1.txt", f"--train-file {folder / 'latin1.txt'}:3: not UTF-8 "
                       "text (invalid continuation byte at byte 3 of the line)"),
@@ -97,8 +99,14 @@ def test_a_bad_train_file_is_one_line_before_any_work(tiny, case, capsys):
         "missing": ("nope.txt", f"--train-file {folder / 'nope.txt'}: no such file"),
         "labelled method": ("wiki.txt", "--train-file: --method sup_simcse trains on "
                             "labelled pairs, not on unlabelled sentences"),
+        # In-batch negatives need 2 (SimCSE's loss); it was refused after the model loaded.
+        "one sentence": ("one.txt", f"--train-file {folder / 'one.txt'}: 1 sentence; "
+                         "--method simcse contrasts in-batch negatives and needs at least 2"),
+        "one of them": ("wiki.txt", "--sentences 1: --method simcse contrasts in-batch "
+                        "negatives and trains on at least 2 of --train-file's sentences"),
     }[case]
-    extra = ["--method", "sup_simcse"] if case == "labelled method" else []
+    extra = {"labelled method": ["--method", "sup_simcse"],
+             "one of them": ["--sentences", "1"]}.get(case, [])
     code = cli.main(train_arguments(folder, model, "--train-file", str(folder / file),
                                     "--output", str(folder / "bad"), *extra))
     captured = capsys.readouterr()

@@ -37,8 +37,10 @@ sys.exit(code)
 """
 
 
-def run(target, *arguments):
+def run(target, *arguments, **environment):
+    """`main` of `target` in a fresh process, with `environment` set."""
     env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
+    env.update(environment)
     return subprocess.run(
         [sys.executable, "-c", DRIVER, str(target), *map(str, arguments)],
         capture_output=True, text=True, env=env, cwd=REPO,
@@ -62,6 +64,7 @@ def files(tmp_path_factory):
     (folder / "pairs.data").write_text("一个人\t两个人\t3\n猫\t狗\t1\n", encoding="utf-8")
     (folder / "a_file").write_text("not a folder")
     (folder / "not_utf8.txt").write_bytes(b"fine\n\xe9t\xe9\n")  # Latin-1 on line 2.
+    (folder / "one_sentence.txt").write_text("only one\n\n", encoding="utf-8")
     (folder / "existing.npy").write_bytes(b"mine")
     (folder / "existing.json").write_text("[]")
     (folder / "a_folder").mkdir()
@@ -267,6 +270,9 @@ RECIPE_CASES = {
         (["--precision", "half"], ["--precision", "'half'"]),
         (["--train-file", "{f}/not_utf8.txt"],
          ["--train-file {f}/not_utf8.txt:2: not UTF-8 text"]),
+        (["--train-file", "{f}/one_sentence.txt"],
+         ["--train-file {f}/one_sentence.txt: 1 sentence; --method simcse contrasts "
+          "in-batch negatives and needs at least 2"]),
     ],
 }
 

@@ -167,3 +167,58 @@ def test_ids_only_encoder_is_checked_on_fixed_token_ids(tmp_path, capsys):
     ):
         broken.export(tmp_path / "broken")
     assert [p.name for p in tmp_path.iterdir()] == ["ids"]
+
+
+@pytest.fixture(scope="module")
+def encoder_file(tmp_path_factory):
+    from conftest import tiny_encoder_file
+
+    return tiny_encoder_file(tmp_path_factory.mktemp("model"), 2)[0]
+
+
+def test_onnx_without_its_packages_is_refused_before_the_model_loads(
+        encoder_file, tmp_path, monkeypatch, capsys):
+    from kcse import cli
+
+    monkeypatch.setattr(cli, "ONNX_PACKAGES", ("onnx", "kcse_no_such_package"))
+    monkeypatch.setattr(cli, "load_encoder", lambda *args, **kwargs: pytest.fail("loaded"))
+    code = cli.main(["export", "--model", str(encoder_file), "--format", "onnx",
+                     "--output", str(tmp_path / "served")])
+    assert code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "kcse export: error: --format onnx needs the packages onnx, kcse_no_such_package: "
+        "pip install kcse_no_such_package"]
+
+
+@pytest.mark.parametrize("step", ["onnx.checker", "ONNX Runtime", "quantiser"])
+def test_onnx_library_failures_are_one_line_naming_the_file(
+        encoder_file, tmp_path, monkeypatch, capsys, step):
+    """onnx.checker's ValidationError, ONNX Runtime's load error and the
+    quantiser's (with room on the disk: not a full disk) were tracebacks."""
+    import onnx
+    import onnxruntime
+    from onnxruntime import quantization
+
+    from kcse import cli
+
+    def fail(*args, **kwargs):
+        raise {"onnx.checker": onnx.checker.ValidationError,
+               "ONNX Runtime": onnxruntime.capi.onnxruntime_pybind11_state.Fail,
+               "quantiser": ValueError}[step]("damaged graph")
+
+    target = {"onnx.checker": (onnx.checker, "check_model"),
+              "ONNX Runtime": (onnxruntime, "InferenceSession"),
+              "quantiser": (quantization, "quantize_dynamic")}[step]
+    monkeypatch.setattr(*target, fail)
+    code = cli.main(["export", "--model", str(encoder_file), "--format", "onnx",
+                     "--quantize", "int8", "--output", str(tmp_path / "served")])
+    expected = {
+        "onnx.checker": "model.onnx is not a valid ONNX model (onnx.checker): damaged graph",
+        "ONNX Runtime": "ONNX Runtime could not load the converted encoder (pooling "
+                        "'last_avg'): Fail: damaged graph",
+        "quantiser": "ONNX Runtime could not quantise model.onnx to model_int8.onnx: "
+                     "ValueError: damaged graph"}[step]
+    assert code == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"kcse export: error: {expected}; nothing written"]
+    assert list(tmp_path.iterdir()) == []
