@@ -13,6 +13,7 @@ ones; it never shows an old number for a new question.
 import contextlib
 import json
 import math
+import os
 import pathlib
 
 from kcse import atomic_files
