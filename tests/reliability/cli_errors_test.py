@@ -441,7 +441,7 @@ def test_recipes_refuse_a_split_the_grid_cannot_score_before_any_model_loads(
     ("好\t\n", "{path}:1: '好' has no synonym after the tab."),
     ("# only a comment\n\n", "{path}: no word with a synonym; give a line per word, "
                              "word<TAB>synonym synonym ..."),
-    (b"\xff\xfe\xfd\n", "{path}: not valid utf-8-sig text"),
+    (b"\xff\xfe\xfd\n", "{path}:1: not valid utf-8-sig text"),
 ])
 def test_a_bad_synonym_file_is_refused_before_the_model_loads(
         content, message, tmp_path, capsys, no_model_loads, monkeypatch):
