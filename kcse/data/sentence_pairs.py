@@ -83,7 +83,7 @@ def detect_format(path, first_line):
     (senteval_cn), `.tsv` SemEval STS's; so a first line misread is blamed
     on itself in the layout the file has, not on a later line in another.
     """
-    if first_line.startswith("pair_ID\t"):
+    if first_line.startswith("pair_ID"):  # SICK's header, misread or not: line 1 says.
         return "sick"
     if path.endswith(".csv"):
         return "stsb_csv"

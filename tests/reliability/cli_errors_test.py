@@ -108,7 +108,7 @@ KCSE_CASES = {
     "temperature inf": (TRAIN + ["--temperature", "inf"], ["--temperature", "finite"]),
     "dropout one": (TRAIN + ["--dropout", "1"], ["--dropout", "< 1"]),
     "dropout negative": (TRAIN + ["--dropout", "-0.1"], ["--dropout", ">= 0"]),
-    "max length zero": (TRAIN + ["--max-length", "0"], ["--max-length", ">= 1"]),
+    "max length zero": (TRAIN + ["--max-length", "0"], ["--max-length", ">= 3"]),
     "eval every zero": (TRAIN + ["--eval-every", "0"], ["--eval-every"]),
     "negative seed": (TRAIN + ["--seed", "-1"], ["--seed", "from 0 to 4294967295"]),
     "unknown task": (TRAIN + ["--task", "XNLI"], ["--task", "'XNLI'"]),
@@ -262,7 +262,8 @@ RECIPE_CASES = {
     ],
     "english_simcse": [
         (["--epochs", "0"], ["--epochs", ">= 1"]),
-        (["--language", "xx"], ["--data-dir", "stsb-xx-train.csv: no such file"]),
+        (["--language", "xx"], ["--language", "invalid choice: 'xx'", "'de', 'en'"]),
+        (["--max-length", "2"], ["--max-length", ">= 3 ([CLS], at least one token and [SEP]"]),
         (["--hidden-dropout", "1.5"], ["--hidden-dropout", "< 1"]),
         (["--precision", "half"], ["--precision", "'half'"]),
         (["--train-file", "{f}/not_utf8.txt"],
