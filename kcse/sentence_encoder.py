@@ -24,7 +24,11 @@ from kcse.layers.sentence_pooling import resolve_pooling
 from kcse.layers.wk_pooling import check_layers
 # Public here; defined in kcse.validation, which imports nothing heavy.
 from kcse.validation import TruncationWarning  # noqa: F401 (re-export)
+from kcse.validation import check_bool
 from kcse.validation import check_count
+from kcse.validation import check_preprocessor_length
+from kcse.validation import check_prompt
+from kcse.validation import check_prompts
 from kcse.validation import check_texts
 
 POOLER_LAYER = "pooled_dense"
@@ -86,8 +90,13 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
     Raises `ValueError` for an unknown pooling, P2 on a backbone without
     pretrained pooler weights, a `default_prompt_name` that is not one of
     `prompts`, WK pooling on a backbone of fewer than 6
-    blocks (`kcse.layers.wk_pooling.check_layers`), or a preprocessor whose `sequence_length`
-    exceeds the backbone's position embeddings (`max_sequence_length`).
+    blocks (`kcse.layers.wk_pooling.check_layers`), a preprocessor whose `sequence_length`
+    exceeds the backbone's position embeddings (`max_sequence_length`), or a
+    `hidden_dropout` outside [0, 1); `TypeError` for `prompts` that are not
+    a dict of str to str (also when set later: `encoder.prompts = ...`) or a
+    `normalize` that is not a bool. A `sequence_length` below 3 ([CLS], a
+    token, [SEP]) is refused by `encode`, `fit` and the exports, which would
+    use it (a file saved with one still loads, to be given a longer one).
 
     Example:
 
@@ -142,9 +151,9 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
                 f"{pooler_activation!r}."
             )
         self.pooler_activation = pooler_activation
-        self.normalize = normalize
+        self.normalize = check_bool(normalize, "normalize")
         self.hidden_dropout = hidden_dropout
-        self.prompts = check_prompts(prompts)
+        self.prompts = prompts
         self.default_prompt_name = default_prompt_name
 
         limit = getattr(backbone, "max_sequence_length", None)
@@ -192,6 +201,11 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
             set_hidden_dropout(backbone, hidden_dropout)
         self.built = True
 
+    def __setattr__(self, name, value):
+        if name == "prompts":  # Checked before Keras wraps a dict or list in its trackers.
+            value = check_prompts(value)
+        super().__setattr__(name, value)
+
     def call(self, inputs, training=None):
         states = self.hidden_states(inputs, training=training)["hidden_states"]
         return self.pool(states, inputs["padding_mask"])
@@ -229,6 +243,8 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
 
     @default_prompt_name.setter
     def default_prompt_name(self, name):
+        if name is not None:
+            check_prompt(name, "default_prompt_name")
         if name is not None and name not in self.prompts:
             raise ValueError(f"default_prompt_name {name!r} is not one of this encoder's "
                              f"prompts {sorted(self.prompts)}.")
@@ -274,11 +290,14 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
 
         Raises:
             TypeError: `texts` is not a str or an iterable of str (the
-                message names the index of a bad element, `texts[i]`), or
-                `batch_size` is not an int.
+                message names the index of a bad element, `texts[i]`),
+                `batch_size` is not an int, `prompt` or `prompt_name` not a
+                str (bytes included).
             ValueError: `batch_size` < 1, the encoder has no
                 preprocessor, both `prompt` and `prompt_name` are given (None
-                included), or `prompt_name` is not one of `prompts`.
+                included), `prompt_name` is not one of `prompts`, or the
+                preprocessor's `sequence_length` is below 3 ([CLS], a token
+                and [SEP]: shorter, every sentence gets one vector).
         """
         return self._encode(texts, batch_size, "texts", self._prompt(prompt, prompt_name))
 
@@ -294,11 +313,12 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         if prompt is not None:
             if prompt_name is not DEFAULT_PROMPT:
                 raise ValueError("Give prompt or prompt_name, not both.")
-            return str(prompt)
+            return check_prompt(prompt, "prompt")
         if prompt_name is DEFAULT_PROMPT:
             return self.default_prompt
         if prompt_name is None:
             return ""
+        check_prompt(prompt_name, "prompt_name")
         if prompt_name not in self.prompts:
             raise ValueError(f"prompt_name {prompt_name!r} is not one of this encoder's "
                              f"prompts {sorted(self.prompts)}.")
@@ -314,6 +334,7 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
                 "encode() needs a preprocessor; this encoder has none. Pass "
                 "token dicts to predict() instead."
             )
+        check_preprocessor_length(self.preprocessor, "encode")
         if not texts:
             return np.zeros((0, self.output_dim), "float32")
         return predict_in_length_order(
@@ -536,16 +557,6 @@ def register_named_classes(config):
         return
     for value in values:
         register_named_classes(value)
-
-
-def check_prompts(prompts):
-    """`prompts` as a dict of str to str (None: empty); TypeError otherwise."""
-    if prompts is None:
-        return {}
-    if not isinstance(prompts, dict) or not all(
-            isinstance(key, str) and isinstance(value, str) for key, value in prompts.items()):
-        raise TypeError(f"prompts must be a dict of str to str; got {prompts!r}.")
-    return dict(prompts)
 
 
 def _has_layer(model, name):

@@ -5,11 +5,17 @@ for a list, the index of the bad element) before any work starts, rather
 than failing deep inside NumPy, TensorFlow or Keras.
 """
 
+import math
 import numbers
 import os
 import sys
 
 _PACKAGE_FOLDER = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# The shortest token length that tells sentences apart: [CLS], a token and
+# [SEP]. keras-hub's preprocessors always keep the two special tokens, so
+# at 2 every sentence is `[CLS] [SEP]` (one vector for all), and at 1 they
+# still emit 2 tokens, more than the length they say.
+MIN_SEQUENCE_LENGTH = 3
 
 
 class TruncationWarning(UserWarning):
@@ -83,6 +89,110 @@ def check_count(value, name, minimum=1):
     if value < minimum:
         raise ValueError(f"{name} must be an int >= {minimum}; got {value}.")
     return int(value)
+
+
+def check_number(value, name, minimum=None, above=None, below=None, maximum=None):
+    """`value` as a finite float with `minimum <= value <= maximum` and
+    `above < value < below` (each bound optional; bools are not numbers).
+
+    Raises:
+        TypeError: `value` is not a real number (the message names `name`).
+        ValueError: `value` is NaN, infinite or out of range (it names `name`).
+    """
+    bounds = [(minimum, ">="), (above, ">"), (below, "<"), (maximum, "<=")]
+    words = " and ".join(f"{sign} {bound:g}" for bound, sign in bounds if bound is not None)
+    wanted = f"a finite number{' ' + words if words else ''}"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be {wanted}; got {type(value).__name__} "
+                        f"{_short_repr(value)}.")
+    value = float(value)
+    if not (math.isfinite(value)
+            and (minimum is None or value >= minimum) and (above is None or value > above)
+            and (below is None or value < below) and (maximum is None or value <= maximum)):
+        raise ValueError(f"{name} must be {wanted}; got {value:g}.")
+    return value
+
+
+def check_rate(value, name):
+    """A dropout or cutoff rate: a finite number in [0, 1) (1 drops everything)."""
+    return check_number(value, name, minimum=0, below=1)
+
+
+def check_choice(value, name, choices):
+    """`value`, one of `choices`; else `ValueError` naming `name` and listing them."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got "
+                         f"{_short_repr(value)}.")
+    return value
+
+
+def check_bool(value, name):
+    """`value`, a bool (numpy's included); else `TypeError` naming `name`."""
+    if type(value).__name__ not in ("bool", "bool_"):
+        raise TypeError(f"{name} must be True or False; got {type(value).__name__} "
+                        f"{_short_repr(value)}.")
+    return bool(value)
+
+
+def check_sequence_length(value, name="sequence_length"):
+    """A token length: an int >= `MIN_SEQUENCE_LENGTH` ([CLS], a token, [SEP]).
+
+    Raises:
+        TypeError: not an int (the message names `name`).
+        ValueError: below 3, where every sentence gets the same tokens.
+    """
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and (
+            value < MIN_SEQUENCE_LENGTH):
+        raise ValueError(
+            f"{name} must be an int >= {MIN_SEQUENCE_LENGTH} ([CLS], at least one "
+            f"token and [SEP]); got {value}: every sentence would be [CLS] [SEP], "
+            "one vector for all.")
+    return check_count(value, name, minimum=MIN_SEQUENCE_LENGTH)
+
+
+def check_preprocessor_length(preprocessor, what):
+    """The `sequence_length` of `preprocessor` (None: none), checked when
+    used: it may have been set after the encoder was built. `what` names
+    the caller, e.g. `"encode"`."""
+    length = getattr(preprocessor, "sequence_length", None)
+    if length is None:
+        return None
+    return check_sequence_length(length, f"{what}: the preprocessor's sequence_length")
+
+
+def check_prompt(value, name="prompt"):
+    """A prompt: a str (`""`: none); else `TypeError` naming `name`.
+
+    Bytes are not decoded, nor numbers turned into text: `b"x"` would be
+    prepended as `"b'x'"`.
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str; got {type(value).__name__} "
+                        f"{_short_repr(value)}.")
+    return value
+
+
+def check_prompts(prompts, name="prompts"):
+    """`prompts` as a dict of non-empty str names to str texts (None: empty).
+
+    Raises:
+        TypeError: not a dict, or a name or text that is not a str (the
+            message names `name[key]`).
+        ValueError: an empty name.
+    """
+    if prompts is None:
+        return {}
+    if not isinstance(prompts, dict):
+        raise TypeError(f"{name} must be a dict of str to str; got "
+                        f"{type(prompts).__name__} {_short_repr(prompts)}.")
+    for key, text in prompts.items():
+        if not isinstance(key, str):
+            raise TypeError(f"{name} must be a dict of str to str; the name "
+                            f"{_short_repr(key)} is a {type(key).__name__}.")
+        if not key:
+            raise ValueError(f"{name}: a prompt's name is the empty string.")
+        check_prompt(text, f"{name}[{key!r}]")
+    return dict(prompts)
 
 
 def check_finite(vectors, what, first_row=0, streamed=False):

@@ -30,6 +30,7 @@ def parse_args(argv=None):
     """The checked arguments; a bad one exits 2 with one line, before any work."""
     from kcse import arguments
     from kcse.backend_choice import check_backend
+    from kcse.data.english import STSB_MULTI_MT_LANGUAGES
     from kcse.layers.pooling_rules import POOLING_NAMES as POOLINGS
     from kcse.experiments.command_line import SMALLEST_BATCH
     from kcse.experiments.command_line import add_speed_arguments
@@ -51,7 +52,8 @@ def parse_args(argv=None):
     parser.add_argument(
         "--data-dir", type=pathlib.Path, default=REPO.parent / "shared" / "data"
     )
-    parser.add_argument("--language", default="en", help="stsb-multi-mt language")
+    parser.add_argument("--language", choices=STSB_MULTI_MT_LANGUAGES, default="en",
+                        help="stsb-multi-mt language")
     parser.add_argument("--sentences", type=arguments.positive_integer, default=2000,
                         help="training sentences, drawn with --seed")
     parser.add_argument("--train-file", type=pathlib.Path, default=None,
@@ -64,7 +66,7 @@ def parse_args(argv=None):
     parser.add_argument("--learning-rate", type=arguments.positive_number, default=3e-5)
     parser.add_argument("--epochs", type=arguments.positive_integer, default=1)
     parser.add_argument("--pooling", choices=POOLINGS, default="last_avg")
-    parser.add_argument("--max-length", type=arguments.positive_integer, default=64)
+    parser.add_argument("--max-length", type=arguments.sequence_length, default=64)
     parser.add_argument("--temperature", type=arguments.positive_number, default=0.05)
     parser.add_argument(
         "--negatives", default="cross_view", choices=["cross_view", "both_views"]
@@ -165,7 +167,6 @@ def train(args, model):
 
     import kcse
     from kcse import arguments
-    from kcse.backend_choice import check_backend
     from kcse import atomic_files
 
     keras.utils.set_random_seed(args.seed)

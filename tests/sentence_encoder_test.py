@@ -184,7 +184,7 @@ def test_prompts_are_prepended_by_name_and_kept_in_the_config(tmp_path):
         encoder.encode(texts, prompt_name="passage")
     with pytest.raises(ValueError, match="not both"):
         encoder.encode(texts, prompt="a ", prompt_name="query")
-    with pytest.raises(TypeError, match="prompts must be a dict of str to str"):
+    with pytest.raises(TypeError, match=r"prompts\['query'\] must be a str; got int 1"):
         kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor(), prompts={"query": 1})
     plain = kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor(), pooling="last_avg")
     assert plain.prompts == {}
@@ -305,7 +305,7 @@ def test_hidden_dropout_changes_residual_dropout_only():
         assert block._self_attention_dropout.rate == 0.3
         assert block._feedforward_dropout.rate == 0.3
         assert block._self_attention_layer._dropout_layer.rate == 0.1
-    with pytest.raises(ValueError, match="hidden dropout must be in"):
+    with pytest.raises(ValueError, match="hidden_dropout must be a finite number >= 0 and < 1; got 1.5"):
         kcse.SentenceEncoder(tiny_bert(), hidden_dropout=1.5)
 
 

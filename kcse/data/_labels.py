@@ -73,7 +73,7 @@ def check_scale(pairs, low, high, *, binary, what, on_error, format, stacklevel=
 
 
 def pair_line_numbers(pairs, format, encoding="utf-8-sig"):
-    """1-based line number (CSV: record end line) of each pair, in order.
+    """1-based line number (CSV: the line its record starts on) of each pair, in order.
 
     Uses `pairs.line_numbers` when the reader recorded them; otherwise walks
     the same records `kcse.data.read_pairs` read, minus the skipped ones.

@@ -77,13 +77,20 @@ class SentencePairs:
 
 
 def detect_format(path, first_line):
-    """Guesses the layout of a pair file from its name and first line."""
-    if first_line.startswith("pair_ID\t"):
+    """Guesses the layout of a pair file from its name and first line.
+
+    The name decides where it says: `.csv` is stsb-multi-mt's, `.data` Su's
+    (senteval_cn), `.tsv` SemEval STS's; so a first line misread is blamed
+    on itself in the layout the file has, not on a later line in another.
+    """
+    if first_line.startswith("pair_ID"):  # SICK's header, misread or not: line 1 says.
         return "sick"
     if path.endswith(".csv"):
         return "stsb_csv"
     if path.endswith(".data"):
         return "senteval_cn"
+    if path.endswith(".tsv"):
+        return "sts_tsv"
     fields = first_line.rstrip("\r\n").split("\t")
     first_is_score = not fields[0].strip() or _is_number(fields[0])
     if len(fields) == 3 and first_is_score and not _is_number(fields[2]):
@@ -103,8 +110,8 @@ def read_pairs(path, format="auto", on_error="raise", encoding="utf-8-sig"):
       empty score have no gold label and are left out (as SentEval does);
       their line numbers are in `skipped`.
     - `"sick"`: SICK's TSV with its header; the relatedness score is used.
-    - `"auto"` (default): chosen from the header, the extension (`.csv`,
-      `.data`) and the first non-blank line.
+    - `"auto"` (default): chosen from SICK's header, else the extension
+      (`.csv`, `.data`, `.tsv`), else the first non-blank line.
 
     Text is read as UTF-8 (a leading byte-order mark is dropped).
 
@@ -179,7 +186,7 @@ def read_text(path, encoding):
     if os.path.isdir(path):
         raise IsADirectoryError(errno.EISDIR, "Is a folder, not a file", path)
     try:
-        file = open(path, encoding=encoding, newline="")
+        file = open(path, "rb")
     except PermissionError as error:
         raise PermissionError(
             errno.EACCES, "Permission denied: this user may not read the file", path
@@ -189,12 +196,16 @@ def read_text(path, encoding):
             errno.ENOTDIR, "Not a directory: a parent of this path is a file", path
         ) from error
     with file:
-        try:
-            return file.read()
-        except UnicodeDecodeError as error:
-            raise MalformedLineError(
-                f"{path}: not valid {encoding} text ({error})."
-            ) from error
+        data = file.read()
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        column = error.start - (data.rfind(b"\n", 0, error.start) + 1)
+        raise MalformedLineError(
+            f"{path}:{line}: not valid {encoding} text ({error.reason} at byte "
+            f"{column} of the line)."
+        ) from error
 
 
 def collect_pairs(path, records, parse, on_error):
@@ -241,15 +252,18 @@ def collect_pairs(path, records, parse, on_error):
 def _records(text, lines, format, path):
     """Yields (line number, fields) for each data line of the file."""
     if format == "stsb_csv":
+        # A record is named by the line it starts on: a quoted field may
+        # run over several lines (an unclosed quote, to the end of the file).
         reader = csv.reader(io.StringIO(text))
+        start = 1
         try:
             for fields in reader:
                 if fields:
-                    yield reader.line_num, fields
+                    yield start, (fields if reader.line_num == start
+                                  else _SpanningRecord(fields, reader.line_num))
+                start = reader.line_num + 1
         except csv.Error as error:
-            raise MalformedLineError(
-                f"{path}:{reader.line_num}: {error}"
-            ) from error
+            raise MalformedLineError(f"{path}:{start}: {error}") from error
         return
     start = 0
     if format == "sick":
@@ -262,6 +276,14 @@ def _records(text, lines, format, path):
     for index in range(start, len(lines)):
         if lines[index].strip():
             yield index + 1, lines[index].split("\t")
+
+
+class _SpanningRecord(list):
+    """The fields of a CSV record over several lines; `last_line` its end."""
+
+    def __init__(self, fields, last_line):
+        super().__init__(fields)
+        self.last_line = last_line
 
 
 def _pair_from_fields(fields, format):
@@ -279,12 +301,14 @@ def _pair_from_fields(fields, format):
             "stsb_csv": "comma-separated fields (sentence1, sentence2, score)",
             "sts_tsv": "tab-separated fields (score, s1, s2)",
         }[format]
-        raise ValueError(f"expected 3 {layout}; got {len(fields)}.")
+        spans = (f" (a quoted field runs from this line to line {fields.last_line})"
+                 if isinstance(fields, _SpanningRecord) else "")
+        raise ValueError(f"expected 3 {layout}; got {len(fields)}{spans}.")
     if format == "sts_tsv":
         if not fields[0].strip():
             return fields[1], fields[2], None
         return fields[1], fields[2], _score(fields[0], "score")
-    return fields[0], fields[1], _score(fields[2], "label")
+    return fields[0], fields[1], _score(fields[2], "score" if format == "stsb_csv" else "label")
 
 
 def _score(value, field):

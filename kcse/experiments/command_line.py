@@ -313,9 +313,9 @@ def add_training_arguments(parser):
                           help="hidden dropout, in [0, 1) (Su: 0.3)")
     settings.add_argument("--temperature", type=arguments.positive_number)
     settings.add_argument("--negatives", choices=["both_views", "cross_view"])
-    settings.add_argument("--max-length", type=arguments.positive_integer,
+    settings.add_argument("--max-length", type=arguments.sequence_length,
                           help="tokens (Su: 64)")
-    settings.add_argument("--long-max-length", type=arguments.positive_integer,
+    settings.add_argument("--long-max-length", type=arguments.sequence_length,
                           help="PAWSX's (Su: 128)")
     settings.add_argument("--eval-every", type=arguments.positive_integer,
                           help="steps between valid scores (clean protocol)")

@@ -36,6 +36,7 @@ from kcse.export import sentencepiece_json
 from kcse.export import word_piece_json
 from kcse.export.formats import UnsupportedExportError
 from kcse.models.google_checkpoint.checkpoint_converter import checkpoint_variable_map
+from kcse.validation import check_preprocessor_length
 
 # keras-hub's BERT and kcse's relative-position backbones: LayerNorm epsilon.
 LAYER_NORM_EPSILON = 1e-12
@@ -250,6 +251,8 @@ def check_tokenizer_exportable(encoder):
         raise UnsupportedExportError(
             "the encoder has no preprocessor: the exported folder needs its tokenizer"
         )
+    # The folder's max_seq_length is the length kcse encodes at.
+    check_preprocessor_length(encoder.preprocessor, "export")
     tokenizer = encoder.preprocessor.tokenizer
     if not sentencepiece_json.is_xlm_roberta_tokenizer(tokenizer):
         word_piece_json.check_tokenizer(tokenizer)

@@ -40,6 +40,7 @@ from kcse.export import huggingface
 from kcse.export import saved_model
 from kcse.export import sentencepiece_json
 from kcse.export.formats import QUANTIZATIONS
+from kcse.validation import check_bool
 
 # kcse's token inputs -> the names ONNX Runtime clients feed (Hugging Face's).
 INPUT_NAMES = {
@@ -137,8 +138,7 @@ def export_onnx(encoder, path, quantize=None, normalize=None, overwrite=False):
     if quantize is not None and quantize not in QUANTIZED_FILES:
         raise ValueError(f"quantize={quantize!r}: expected None or one of "
                          f"{sorted(QUANTIZED_FILES)}.")
-    if normalize is None:
-        normalize = encoder.normalize
+    normalize = encoder.normalize if normalize is None else check_bool(normalize, "normalize")
     if encoder.normalize and not normalize:
         raise ValueError("This encoder L2-normalises its vectors; export cannot undo that "
                          "(normalize=False). Build the encoder with normalize=False.")

@@ -12,6 +12,8 @@ import numpy as np
 from kcse import atomic_files
 from kcse import compat
 from kcse.compilation import trim_padding
+from kcse.validation import check_bool
+from kcse.validation import check_preprocessor_length
 
 # The signatures of an exported encoder.
 STRINGS_SIGNATURE = "serving_default"
@@ -136,9 +138,9 @@ def export_saved_model(encoder, path, normalize=None, overwrite=True):
     import tensorflow as tf
 
     path = pathlib.Path(path)
+    check_preprocessor_length(encoder.preprocessor, "export")
     atomic_files.check_replaceable(path, overwrite)
-    if normalize is None:
-        normalize = encoder.normalize
+    normalize = encoder.normalize if normalize is None else check_bool(normalize, "normalize")
     if encoder.normalize and not normalize:
         raise ValueError(
             "This encoder L2-normalises its vectors; export cannot undo that "

@@ -32,6 +32,7 @@ from kcse import atomic_files
 from kcse.export import huggingface
 from kcse.export.formats import SENTENCE_TRANSFORMERS_POOLING as POOLING_MODE
 from kcse.export.formats import UnsupportedExportError
+from kcse.validation import check_prompts
 
 # sentence-transformers' class names (its legacy paths, read by every version).
 MODULES = "sentence_transformers.models."
@@ -160,9 +161,10 @@ def export_sentence_transformers(encoder, path, prompts=None, training=None,
     The folder is written under a temporary name beside `path` and renamed
     into place. Raises `UnsupportedExportError` before anything is written
     for a pooling (WK) or model this format cannot express, `ValueError`
-    for `prompts` without the encoder's default prompt, and
-    `FileExistsError` for an existing `path` without `overwrite`, or one
-    holding a file kcse did not write there.
+    for `prompts` without the encoder's default prompt, `TypeError` for
+    `prompts` that are not a dict of str to str, and `FileExistsError`
+    for an existing `path` without `overwrite`, or one holding a file kcse
+    did not write there.
 
     Example:
     ```python
@@ -185,7 +187,7 @@ def export_sentence_transformers(encoder, path, prompts=None, training=None,
     atomic_files.check_replaceable(path, overwrite)
     from kcse.export.model_card import model_card
 
-    prompts = dict(encoder.prompts if prompts is None else prompts)
+    prompts = check_prompts(encoder.prompts if prompts is None else prompts)
     default_name = encoder.default_prompt_name
     if default_name is not None and prompts.get(default_name) != encoder.default_prompt:
         raise ValueError(f"prompts {prompts!r} lack the encoder's default prompt "

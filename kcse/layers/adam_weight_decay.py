@@ -2,9 +2,13 @@
 training scripts run it, and their linear warm-up schedule."""
 
 import math
+import numbers
 
 import keras
 from keras import ops
+
+from kcse.validation import check_count
+from kcse.validation import check_number
 
 # The authors' optimizer of the flow (bohanli/BERT-flow, run_siamese.py,
 # README.md and optimization_bert_flow.py): BERT's AdamWeightDecayOptimizer
@@ -84,6 +88,9 @@ class AdamWeightDecay(keras.optimizers.Adam):
     ):
         if kwargs.pop("amsgrad", False):
             raise ValueError("AdamWeightDecay has no amsgrad variant.")
+        if isinstance(learning_rate, (numbers.Real, str)):  # Not a schedule.
+            check_number(learning_rate, "learning_rate", above=0)
+        check_number(weight_decay, "weight_decay", minimum=0)
         super().__init__(
             learning_rate=learning_rate,
             beta_1=beta_1,
@@ -139,9 +146,9 @@ class WarmupLinear(keras.optimizers.schedules.LearningRateSchedule):
     """
 
     def __init__(self, learning_rate, warmup_steps, total_steps):
-        self.learning_rate = learning_rate
-        self.warmup_steps = warmup_steps
-        self.total_steps = total_steps
+        self.learning_rate = check_number(learning_rate, "learning_rate", above=0)
+        self.warmup_steps = check_count(warmup_steps, "warmup_steps", minimum=0)
+        self.total_steps = check_count(total_steps, "total_steps")
 
     def __call__(self, step):
         step = ops.cast(step, "float32")
@@ -174,6 +181,8 @@ def sentence_transformers_adamw(learning_rate, samples, epochs, batch_size,
     optimizer.learning_rate  # warm-up: 0 at step 0 of 11 (2 warming up)
     ```
     """
+    for value, name in ((samples, "samples"), (epochs, "epochs"), (batch_size, "batch_size")):
+        check_count(value, name)
     schedule = WarmupLinear(
         learning_rate,
         warmup_steps=math.ceil(samples * epochs / batch_size * 0.1),

@@ -13,8 +13,10 @@ from kcse.layers.adam_weight_decay import LEARNING_RATE
 from kcse.training_stops import NonFiniteLossError
 from kcse.training_stops import StopOnInterrupt
 from kcse.training_stops import StopOnNonFiniteLoss
+from kcse.validation import check_count
 from kcse.validation import check_dtype_available
 from kcse.validation import check_finite
+from kcse.validation import check_number
 from kcse.validation import largest_magnitude
 
 # The authors' training of the flow (bohanli/BERT-flow, run_siamese.py and
@@ -326,17 +328,13 @@ class BertFlow(keras.Model):
         kwargs.setdefault("dtype", "float32")  # Whatever the global policy.
         super().__init__(**kwargs)
         check_dtype_available(self.variable_dtype, "BertFlow")
-        for name, value in (("n_levels", n_levels), ("depth", depth),
-                            ("coupling_width", coupling_width)):
-            if int(value) != value or value < 1:
-                raise ValueError(f"{name} must be a positive int; got {value}.")
+        self.n_levels = check_count(n_levels, "n_levels")
+        self.depth = check_count(depth, "depth")
+        self.coupling_width = check_count(coupling_width, "coupling_width")
         if coupling not in COUPLINGS:
             raise ValueError(
                 f"coupling must be one of {COUPLINGS}; got {coupling!r}."
             )
-        self.n_levels = int(n_levels)
-        self.depth = int(depth)
-        self.coupling_width = int(coupling_width)
         self.coupling = coupling
         self.permutation = bool(permutation)
         self.seed = seed
@@ -504,12 +502,9 @@ class BertFlow(keras.Model):
                 and the flow's weights should not be used.
         """
         vectors = _as_vectors(vectors, "adapt", self.compute_dtype)
-        if int(epochs) != epochs or epochs < 1:
-            raise ValueError(f"epochs must be a positive int; got {epochs}.")
-        if int(batch_size) != batch_size or batch_size < 1:
-            raise ValueError(
-                f"batch_size must be a positive int; got {batch_size}."
-            )
+        epochs = check_count(epochs, "epochs")
+        batch_size = check_count(batch_size, "batch_size")
+        check_number(learning_rate, "learning_rate", above=0)
         if not self.built:
             self.build((None, vectors.shape[1]))
         self._check(vectors, "adapt")

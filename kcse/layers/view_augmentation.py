@@ -19,6 +19,9 @@ import keras
 import numpy as np
 from keras import ops
 
+from kcse.validation import check_number
+from kcse.validation import check_rate
+
 # Added before flooring counts when the row length is not static: `int(n *
 # rate)` computed in float32 must not lose one to rounding (10 * 0.7 =
 # 6.9999995).
@@ -63,11 +66,7 @@ class ViewAugmentation(keras.layers.Layer):
 
     def __init__(self, rate=0.1, seed=None, **kwargs):
         super().__init__(**kwargs)
-        if not 0.0 <= rate < 1.0:
-            raise ValueError(
-                f"{type(self).__name__} rate must be in [0, 1); got {rate}."
-            )
-        self.rate = rate
+        self.rate = check_rate(rate, f"{type(self).__name__} rate")
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
 
@@ -293,9 +292,7 @@ class AdversarialPerturbation(keras.layers.Layer):
 
     def __init__(self, noise_norm=1.0, **kwargs):
         super().__init__(**kwargs)
-        if noise_norm <= 0:
-            raise ValueError(f"noise_norm must be > 0; got {noise_norm}.")
-        self.noise_norm = noise_norm
+        self.noise_norm = check_number(noise_norm, "noise_norm", above=0)
 
     def call(self, embeddings, padding_mask, gradient=None, training=None):
         if not training:

@@ -4,8 +4,10 @@ import keras
 import numpy as np
 from keras import ops
 
+from kcse.validation import check_count
 from kcse.validation import check_dtype_available
 from kcse.validation import check_finite
+from kcse.validation import check_number
 from kcse.validation import largest_magnitude
 
 
@@ -248,20 +250,12 @@ class Whitening(keras.layers.Layer):
         kwargs.setdefault("dtype", "float32")  # Whatever the global policy.
         super().__init__(**kwargs)
         check_dtype_available(self.variable_dtype, "Whitening")
-        if n_components is not None and n_components < 1:
-            raise ValueError(
-                f"n_components must be a positive int or None; got "
-                f"{n_components}."
-            )
-        if epsilon < 0:
-            raise ValueError(f"epsilon must be >= 0; got {epsilon}.")
-        if null_tolerance is not None and not 0 <= null_tolerance < 1:
-            raise ValueError(
-                f"null_tolerance must be in [0, 1) or None; got "
-                f"{null_tolerance}."
-            )
+        if n_components is not None:
+            n_components = check_count(n_components, "n_components")
+        if null_tolerance is not None:
+            null_tolerance = check_number(null_tolerance, "null_tolerance", minimum=0, below=1)
         self.n_components = n_components
-        self.epsilon = epsilon
+        self.epsilon = check_number(epsilon, "epsilon", minimum=0)
         self.null_tolerance = null_tolerance
         self.mean = None
         self.kernel = None

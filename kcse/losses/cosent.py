@@ -5,6 +5,7 @@ from keras import ops
 
 from kcse.distribution.cross_replica import gather_across_replicas
 from kcse.distribution.cross_replica import global_mean_weight
+from kcse.validation import check_number
 
 
 @keras.saving.register_keras_serializable(package="kcse")
@@ -53,9 +54,7 @@ class CoSENT(keras.losses.Loss):
         dtype=None,
     ):
         super().__init__(name=name, reduction=reduction, dtype=dtype)
-        if scale <= 0:
-            raise ValueError(f"scale must be > 0; got {scale}.")
-        self.scale = scale
+        self.scale = check_number(scale, "scale", above=0)
 
     def call(self, y_true, y_pred):
         if len(y_pred.shape) != 3 or y_pred.shape[1] != 2:

@@ -7,6 +7,7 @@ from kcse.distribution.cross_replica import gather_across_replicas
 from kcse.distribution.cross_replica import global_mean_weight
 from kcse.losses.label_free_loss import LabelFreeLoss
 from kcse.losses.self_guided_variants import VARIANTS
+from kcse.validation import check_number
 
 
 def own_rows(batch, offset, total):
@@ -87,8 +88,7 @@ class SelfGuidedLoss(LabelFreeLoss):
         dtype=None,
     ):
         super().__init__(name=name, reduction=reduction, dtype=dtype)
-        if temperature <= 0:
-            raise ValueError(f"temperature must be > 0; got {temperature}.")
+        temperature = check_number(temperature, "temperature", above=0)
         if variant not in VARIANTS:
             raise ValueError(
                 f"variant must be one of {', '.join(VARIANTS)}; got {variant!r}."

@@ -6,6 +6,7 @@ from keras import ops
 from kcse.distribution.cross_replica import gather_across_replicas
 from kcse.distribution.cross_replica import global_mean_weight
 from kcse.losses.label_free_loss import LabelFreeLoss
+from kcse.validation import check_number
 
 NEGATIVES = ("both_views", "cross_view")
 
@@ -77,11 +78,9 @@ class SimCSELoss(LabelFreeLoss):
             raise ValueError(
                 f"negatives must be one of {NEGATIVES}; got {negatives!r}."
             )
-        if temperature <= 0:
-            raise ValueError(f"temperature must be > 0; got {temperature}.")
-        self.temperature = temperature
+        self.temperature = check_number(temperature, "temperature", above=0)
         self.negatives = negatives
-        self.hard_negative_weight = hard_negative_weight
+        self.hard_negative_weight = check_number(hard_negative_weight, "hard_negative_weight")
 
     def call(self, y_true, y_pred):
         if len(y_pred.shape) != 3 or y_pred.shape[1] not in (2, 3):

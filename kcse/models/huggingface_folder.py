@@ -53,13 +53,17 @@ TENSOR_SHAPES = {
 
 
 def read_json_object(path, what="JSON object"):
-    """The JSON object in file `path`; a `ValueError` naming it otherwise."""
+    """The JSON object in file `path`; a `ValueError` naming it (and the
+    line and column JSON stopped at) otherwise."""
     try:
         value = json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:  # UnicodeDecodeError included.
-        raise ValueError(f"{path}: not a {what} ({' '.join(str(error).split())})") from None
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not JSON ({error.msg} at line {error.lineno}, "
+                         f"column {error.colno})") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(f"{path}: cannot be read ({error})") from None
     if not isinstance(value, dict):
-        raise ValueError(f"{path}: not a {what} (it holds a {type(value).__name__})")
+        raise ValueError(f"{path}: not a {what} (a {type(value).__name__})")
     return value
 
 

@@ -9,7 +9,9 @@ weights) one stage at a time.
 """
 
 import keras
+
 from kcse import compat
+from kcse.validation import check_rate
 
 EMBEDDINGS_OUTPUT_LAYER = "embeddings_dropout"
 
@@ -86,8 +88,7 @@ def set_hidden_dropout(backbone, rate):
     assert backbone.get_layer("embeddings_dropout").rate == 0.3
     ```
     """
-    if not 0.0 <= rate < 1.0:
-        raise ValueError(f"hidden dropout must be in [0, 1); got {rate}.")
+    rate = check_rate(rate, "hidden_dropout")
     inside_attention = set()
     for layer in compat.sublayers(backbone):
         if isinstance(layer, keras.layers.MultiHeadAttention):

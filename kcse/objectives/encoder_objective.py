@@ -25,6 +25,7 @@ from kcse.truncation import text_tokens
 from kcse.truncation import truncated_texts
 from kcse.truncation import warn_if_truncated
 from kcse.validation import check_count
+from kcse.validation import check_preprocessor_length
 from kcse.validation import check_texts
 from kcse import compat
 from kcse import distribution
@@ -388,6 +389,7 @@ class EncoderObjective(keras_hub.models.Task):
                 not a str (the message names it, e.g. `x[1][3]`).
         """
         check_count(kwargs.get("epochs", 1), "epochs")
+        check_preprocessor_length(self.preprocessor, "fit")
         used_ids = None
         if _is_in_memory(x):
             batch_size, used_ids = self._check_in_memory(x, batch_size)

@@ -12,6 +12,8 @@ from kcse.layers.sentence_pooling import masked_mean
 from kcse.losses.self_guided_loss import SelfGuidedLoss
 from kcse.objectives.encoder_objective import EncoderObjective
 from kcse.objectives.heads import bert_dense
+from kcse.validation import check_count
+from kcse.validation import check_number
 
 
 # The pivots' pooling over tokens, by `pooling_rules.PIVOT_POOLINGS` name.
@@ -147,9 +149,9 @@ class SGOpt(EncoderObjective):
                 f"so they need one width; the encoder gives {encoder.output_dim}"
                 f" and the backbone's states {backbone.hidden_dim}."
             )
-        self.projection_dim = projection_dim
-        self.temperature = temperature
-        self.regularization = regularization
+        self.projection_dim = check_count(projection_dim, "projection_dim")
+        self.temperature = check_number(temperature, "temperature", above=0)
+        self.regularization = check_number(regularization, "regularization", minimum=0)
         self.variant = variant
         self.pivot_pooling = pivot_pooling
         self.pivot_layers = None if pivot_layers is None else (first, stop)

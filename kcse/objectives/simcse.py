@@ -14,6 +14,7 @@ from kcse.objectives.masked_lm import masked_lm_head
 from kcse.objectives.masked_lm import masked_lm_loss
 from kcse.objectives.masked_lm import mlm_problem
 from kcse.objectives.masked_lm import special_token_ids
+from kcse.validation import check_number
 
 
 @keras.saving.register_keras_serializable(package="kcse")
@@ -122,11 +123,12 @@ class SimCSE(EncoderObjective):
         seed=None, **kwargs
     ):
         super().__init__(encoder, **kwargs)
-        self.temperature = temperature
+        self.temperature = check_number(temperature, "temperature", above=0)
         self.negatives = negatives
         self.mlp_only_train = mlp_only_train
-        self.mlm_weight = mlm_weight
-        self.mlm_probability = mlm_probability
+        self.mlm_weight = check_number(mlm_weight, "mlm_weight", minimum=0)
+        self.mlm_probability = check_number(mlm_probability, "mlm_probability", above=0,
+                                            below=1)
         self.seed = seed
         self.mlp = None
         if mlp_only_train:

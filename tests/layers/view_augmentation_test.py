@@ -139,7 +139,7 @@ def test_a_fixed_seed_reproduces_the_view(layer_class):
 
 @pytest.mark.parametrize("layer_class", EMBEDDING_AUGMENTATIONS)
 def test_rates_are_checked_and_configs_round_trip(layer_class):
-    with pytest.raises(ValueError, match=r"rate must be in \[0, 1\)"):
+    with pytest.raises(ValueError, match=r"rate must be a finite number >= 0 and < 1; got 1"):
         layer_class(rate=1.0)
     layer = layer_class(rate=0.25, seed=3)
     restored = keras.layers.deserialize(keras.layers.serialize(layer))

@@ -49,7 +49,7 @@ def test_every_pair_reports_the_batch_loss():
 
 
 def test_bad_arguments_and_config():
-    with pytest.raises(ValueError, match="scale must be > 0"):
+    with pytest.raises(ValueError, match="scale must be a finite number > 0"):
         kcse.losses.CoSENT(scale=0)
     with pytest.raises(ValueError, match=r"shape \(batch, 2, dim\)"):
         kcse.losses.CoSENT()(np.ones(4), np.ones((4, 3, 8), "float32"))

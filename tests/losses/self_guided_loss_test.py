@@ -97,7 +97,7 @@ def test_temperature_001_stays_finite_and_matches():
 
 
 def test_bad_input_and_config():
-    with pytest.raises(ValueError, match="temperature must be > 0"):
+    with pytest.raises(ValueError, match="temperature must be a finite number > 0"):
         kcse.losses.SelfGuidedLoss(0)
     with pytest.raises(ValueError, match="1 \\+ layers"):
         kcse.losses.SelfGuidedLoss()(None, np.ones((4, 1, 8), "float32"))

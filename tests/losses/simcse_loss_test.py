@@ -89,7 +89,7 @@ def test_sample_weight_and_per_sentence_reduction():
 def test_bad_arguments():
     with pytest.raises(ValueError, match="negatives must be one of"):
         kcse.losses.SimCSELoss(negatives="all")
-    with pytest.raises(ValueError, match="temperature must be > 0"):
+    with pytest.raises(ValueError, match="temperature must be a finite number > 0"):
         kcse.losses.SimCSELoss(temperature=0)
     with pytest.raises(ValueError, match=r"shape \(batch, 2, dim\)"):
         kcse.losses.SimCSELoss()(None, np.ones((4, 4, 8), "float32"))

@@ -1,5 +1,7 @@
 """kcse.models.model_sources: model names to what is loaded."""
 
+import re
+
 import pytest
 
 from kcse.models import model_sources
@@ -198,8 +200,14 @@ def test_the_blocks_of_preset_and_hugging_face_folders_come_from_config_json(tmp
         f"{keras_hub_folder / 'config.json'}: 4 transformer blocks, too few for WK "
         "pooling (layer_start 4, context window 2: 6 or more)")
     assert model_sources.pooling_problem(str(hugging_face_folder), "wk") is None
-    # What the files cannot tell is left to the loading.
+    # A config that is there but not JSON is named with where JSON stopped.
     (hugging_face_folder / "config.json").write_text("{not json")
+    with pytest.raises(ValueError, match=re.escape(
+            f"{hugging_face_folder / 'config.json'}: not JSON (Expecting property name "
+            "enclosed in double quotes at line 1, column 2)")):
+        model_sources.read_structure(str(hugging_face_folder))
+    # What the files cannot tell is left to the loading.
+    (hugging_face_folder / "config.json").unlink()
     for name in (str(hugging_face_folder), "e5-small", "bert_tiny_en_uncased",
                  str(tmp_path / "encoder.keras"), "hf://org/model"):
         assert model_sources.read_structure(name) == model_sources.ModelStructure()

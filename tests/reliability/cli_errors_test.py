@@ -111,7 +111,7 @@ KCSE_CASES = {
     "temperature inf": (TRAIN + ["--temperature", "inf"], ["--temperature", "finite"]),
     "dropout one": (TRAIN + ["--dropout", "1"], ["--dropout", "< 1"]),
     "dropout negative": (TRAIN + ["--dropout", "-0.1"], ["--dropout", ">= 0"]),
-    "max length zero": (TRAIN + ["--max-length", "0"], ["--max-length", ">= 1"]),
+    "max length zero": (TRAIN + ["--max-length", "0"], ["--max-length", ">= 3"]),
     "eval every zero": (TRAIN + ["--eval-every", "0"], ["--eval-every"]),
     "negative seed": (TRAIN + ["--seed", "-1"], ["--seed", "from 0 to 4294967295"]),
     "unknown task": (TRAIN + ["--task", "XNLI"], ["--task", "'XNLI'"]),
@@ -265,7 +265,8 @@ RECIPE_CASES = {
     ],
     "english_simcse": [
         (["--epochs", "0"], ["--epochs", ">= 1"]),
-        (["--language", "xx"], ["--data-dir", "stsb-xx-train.csv: no such file"]),
+        (["--language", "xx"], ["--language", "invalid choice: 'xx'", "'de', 'en'"]),
+        (["--max-length", "2"], ["--max-length", ">= 3 ([CLS], at least one token and [SEP]"]),
         (["--hidden-dropout", "1.5"], ["--hidden-dropout", "< 1"]),
         (["--precision", "half"], ["--precision", "'half'"]),
         (["--train-file", "{f}/not_utf8.txt"],
@@ -447,7 +448,7 @@ def test_recipes_refuse_a_split_the_grid_cannot_score_before_any_model_loads(
     ("好\t\n", "{path}:1: '好' has no synonym after the tab."),
     ("# only a comment\n\n", "{path}: no word with a synonym; give a line per word, "
                              "word<TAB>synonym synonym ..."),
-    (b"\xff\xfe\xfd\n", "{path}: not valid utf-8-sig text"),
+    (b"\xff\xfe\xfd\n", "{path}:1: not valid utf-8-sig text"),
 ])
 def test_a_bad_synonym_file_is_refused_before_the_model_loads(
         content, message, tmp_path, capsys, no_model_loads, monkeypatch):

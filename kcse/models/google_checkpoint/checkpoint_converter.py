@@ -17,6 +17,7 @@ from kcse.models.bert_backbone import config_hidden_act
 from kcse.models.relative_position.relative_position_backbone import NezhaBackbone
 from kcse.models.relative_position.relative_position_backbone import RoFormerBackbone
 from kcse import compat
+from kcse.validation import check_sequence_length
 
 # Checkpoint variables that are not part of the encoder: pre-training heads,
 # the step counter and optimizer slots.
@@ -321,6 +322,7 @@ def from_checkpoint(folder, family="bert", sequence_length=512):
     """
     if family not in FAMILIES:
         raise ValueError(f"family must be one of {FAMILIES}; got {family!r}.")
+    check_sequence_length(sequence_length)
     folder = pathlib.Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"Checkpoint folder {folder} does not exist.")
