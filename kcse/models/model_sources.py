@@ -235,7 +235,8 @@ def pooling_problem(name, pooling, checkpoint_root=None):
     from kcse.layers.pooling_rules import unavailable_pooling
 
     if keeps_pooling(name) and not name.endswith(".keras"):  # Its modules'.
-        return read_folder(name).pooling_problem(pooling)
+        modules = read_folder(name)
+        return None if pooling is None else modules.pooling_problem(pooling)
     structure = read_structure(name, checkpoint_root)
     if pooling is None:
         return None

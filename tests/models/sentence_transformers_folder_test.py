@@ -231,7 +231,7 @@ def add_module(kind):
 # (edit of the exported P4 + whitening + normalize folder, the file, what the line says)
 DAMAGED = {
     "modules.json is not JSON": (lambda folder: (folder / "modules.json").write_text("[{"),
-                                 "modules.json", "not JSON (Expecting"),
+                                 "modules.json", "not a sentence-transformers module list"),
     "an unknown module": (add_module("my_package.Projection"), "modules.json",
                           "module 5 ('my_package.Projection', path ''): kcse has no such module"),
     "mean_sqrt_len_tokens": (pooling_mode(pooling_mode_mean_sqrt_len_tokens=True),
