@@ -118,14 +118,6 @@ def check_rate(value, name):
     return check_number(value, name, minimum=0, below=1)
 
 
-def check_choice(value, name, choices):
-    """`value`, one of `choices`; else `ValueError` naming `name` and listing them."""
-    if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got "
-                         f"{_short_repr(value)}.")
-    return value
-
-
 def check_bool(value, name):
     """`value`, a bool (numpy's included); else `TypeError` naming `name`."""
     if type(value).__name__ not in ("bool", "bool_"):
