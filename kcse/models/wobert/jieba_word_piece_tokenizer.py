@@ -4,10 +4,10 @@ import functools
 import itertools
 import re
 
-import jieba
 import keras
 import numpy as np
 from kcse import compat
+from kcse import optional_packages
 from kcse.models import word_piece_rule
 from kcse.models.google_word_piece_tokenizer import GoogleWordPieceTokenizer
 
@@ -15,6 +15,12 @@ try:
     import tensorflow as tf
 except ImportError:  # pragma: no cover - the TF path is then unavailable.
     tf = None
+
+
+def jieba():
+    """The jieba module, imported when a tokenizer first needs it."""
+    return optional_packages.require("jieba", "WoBERT and RoFormer's tokenizer")
+
 
 @keras.saving.register_keras_serializable(package="kcse")
 class JiebaWordPieceTokenizer(GoogleWordPieceTokenizer):
@@ -127,7 +133,7 @@ class JiebaWordPieceTokenizer(GoogleWordPieceTokenizer):
             special_pattern = re.compile("(" + "|".join(re.escape(t) for t in tokens) + ")")
         return super()._build_rule(
             token_to_id,
-            pre_tokenize=functools.partial(jieba.cut, HMM=self.jieba_hmm),
+            pre_tokenize=functools.partial(jieba().cut, HMM=self.jieba_hmm),
             special_pattern=special_pattern,
         )
 
