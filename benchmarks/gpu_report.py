@@ -123,7 +123,9 @@ def print_steps(report, args, names):
     summaries = {stack: report["stacks"][stack]["summary"] for stack in ran}
     peak = report["peak"]
     print(f"\ntraining step per stack: ms median [min, p90]; tokens/s; TFLOP/s (share of the "
-          f"measured {peak['dtype']} matrix product, {peak['tflops']:.3g} TFLOP/s)")
+          f"measured {peak['dtype']} matrix product, {peak['tflops']:.3g} TFLOP/s); kcse's speed "
+          f"over each (steps/s; > 1: kcse faster); encoding (batch {args.encode_batch_size}, "
+          "full length; kcse: keras.Model.predict; HF: eval, inference_mode)")
     for name in names:
         print(name)
         for stack in ran:
@@ -134,7 +136,9 @@ def print_steps(report, args, names):
             ratio = speed_ratio(summaries, stack, name) if stack != "kcse" else None
             print(f"  {STACK_LABELS[stack]:<14}{e['ms_per_step']:9.2f} [{e['ms_min']:.2f}, "
                   f"{e['ms_p90']:.2f}]{e['tokens_per_s']:12.0f} tok/s{e['tflops']:9.3g} TFLOP/s"
-                  f"{share}" + ("" if ratio is None else f"   kcse speed x{ratio:.2f}"))
+                  f"{share}" + ("" if ratio is None else f"   kcse speed x{ratio:.2f}")
+                  + ("" if e.get("encode_sentences_per_s") is None
+                     else f"; encodes {e['encode_sentences_per_s']:.0f} sentences/s"))
 
 
 def print_first_steps(report, names):
@@ -199,5 +203,6 @@ def print_report(report, args):
     for check in report["targets"]:
         verdict = {True: "holds", False: "MISSED", None: "not measured"}[check["holds"]]
         value = check["value"]
-        print(f"  {check['target']}: {fmt(value, '.2f', 0) if value is not None else '-'} "
+        shown = "-" if value is None else f"{value:.2f}" if isinstance(value, float) else value
+        print(f"  {check['target']}: {shown} "
               f"({check['bound']}): {verdict}")
