@@ -99,8 +99,13 @@ class Figures:
         return count / rate * forward_flops(shape, length) / forward_flops(measured, at)
 
     def compile_seconds(self, shape, length, field, label):
+        """The measured seconds; a cached figure not measured counts as the fresh one."""
         seconds, _, _ = self.lookup(self.summary, shape, length, field)
-        return (seconds or {}).get(label) or 0.0
+        seconds = seconds or {}
+        if label not in seconds and "fresh" in seconds:
+            self.notes.add(f"{field} from the cache not measured: counted as fresh")
+            return seconds["fresh"]
+        return seconds.get(label, 0.0)
 
 
 def cell_compile_seconds(figures, stack, model, shape, length, programs, label, seen,
