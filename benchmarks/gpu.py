@@ -12,7 +12,8 @@ in processes of its own (kcse and torch never share one):
 - **HF eager** (`gpu_torch.py`): `transformers.BertModel` of the same shape
   (no pooler), the same dropouts and loss, `torch.optim.Adam(1e-5,
   eps=1e-7)`, a plain loop; bfloat16 by `torch.autocast`.
-- **torch.compile**: the same under `torch.compile(..., dynamic=False)`, its
+- **torch.compile**: the same, the BertModel under `torch.compile(...,
+  dynamic=False)` (the loss eager: see `gpu_torch.build_model`), its
   inductor cache in a temporary folder. On by default on CUDA; on a CPU
   only with `--torch-compile`.
 

@@ -13,7 +13,7 @@
 # docs/gpu.md).
 #
 # Defaults: BERT-base shape, batch 64, lengths 64 and 128, bfloat16, all three stacks, up to 3
-# alternated rounds but none that should end more than 330 s after the start (one round takes
+# alternated rounds but none that should end more than 360 s after the start (one round takes
 # ~4 minutes on an H200: see docs/gpu.md), then one first-steps-only process a stack for the
 # cached compilations. Arguments go on to gpu.py after these and win (--tiny, --runs 1,
 # --deadline 200, --precisions float32,bfloat16...).
@@ -34,7 +34,7 @@ python3 -m pip install -q --upgrade --no-index --no-deps --no-compile --target "
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$SITE:$PWD KERAS_BACKEND=jax
 export XLA_PYTHON_CLIENT_PREALLOCATE=false
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || true
-python3 benchmarks/gpu.py --deadline 330 --worker-timeout 240 --json "$OUT/gpu.json" \
+python3 benchmarks/gpu.py --deadline 360 --worker-timeout 240 --json "$OUT/gpu.json" \
     --logs "$OUT/logs" "$@" 2>&1 | tee "$OUT/gpu.txt"
 status=${PIPESTATUS[0]}
 python3 - "$OUT/gpu.json" <<'CHECK' || exit 3

@@ -25,19 +25,26 @@ def simcse_loss(torch, vectors, temperature):
     return torch.nn.functional.cross_entropy(logits, positives)
 
 
-def build_model(torch, transformers, args, shape, device):
-    """A randomly initialised BertModel (no pooler) of `shape` and the SimCSE loss module."""
+def build_model(torch, transformers, args, shape, device, compiled):
+    """A randomly initialised BertModel (no pooler) of `shape` and the SimCSE loss module.
+
+    `compiled`: the BertModel under `torch.compile(dynamic=False)`; the loss
+    (a 2N x 2N matrix, a negligible share of the step) stays eager, as
+    inductor's fused nll_loss kernel failed to compile in Triton
+    ("PassManager::run failed") on an H200 with torch 2.11.
+    """
 
     class SimCSEModel(torch.nn.Module):
         def __init__(self, bert):
             super().__init__()
             self.bert = bert
+            self.encode = torch.compile(bert, dynamic=False) if compiled else bert
 
         def forward(self, token_ids, segment_ids, padding_mask):
             doubled = [torch.cat([value, value])
                        for value in (token_ids, segment_ids, padding_mask)]
-            states = self.bert(input_ids=doubled[0], token_type_ids=doubled[1],
-                               attention_mask=doubled[2]).last_hidden_state
+            states = self.encode(input_ids=doubled[0], token_type_ids=doubled[1],
+                                 attention_mask=doubled[2]).last_hidden_state
             return simcse_loss(torch, states[:, 0], TEMPERATURE)
 
     torch.manual_seed(0)
@@ -63,13 +70,13 @@ def autocast_for(torch, device, precision):
     return lambda: torch.autocast(device, dtype=dtype, enabled=dtype is not None)
 
 
-def step_function(torch, step_model, optimizer, autocast, precision):
+def step_function(torch, model, optimizer, autocast, precision):
     """One training step: forward under autocast, backward, Adam, zero_grad; the loss."""
     scaler = torch.amp.GradScaler("cuda") if precision == "float16" else None
 
     def step(batch):
         with autocast():
-            loss = step_model(batch["token_ids"], batch["segment_ids"], batch["padding_mask"])
+            loss = model(batch["token_ids"], batch["segment_ids"], batch["padding_mask"])
         if scaler is None:
             loss.backward()
             optimizer.step()
@@ -148,11 +155,10 @@ def measure_encoding(torch, bert, encoded, autocast, args, record, sentences):
 
 def measure(torch, transformers, args, compiled, device, shape, precision, length):
     """One (shape, precision, length): its record, and the attention implementation."""
-    bert, model = build_model(torch, transformers, args, shape, device)
-    step_model = torch.compile(model, dynamic=False) if compiled else model
-    optimizer = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE, eps=1e-7)
+    bert, model = build_model(torch, transformers, args, shape, device, compiled)
+    optimizer = torch.optim.Adam(bert.parameters(), lr=LEARNING_RATE, eps=1e-7)
     autocast = autocast_for(torch, device, precision)
-    step = step_function(torch, step_model, optimizer, autocast, precision)
+    step = step_function(torch, model, optimizer, autocast, precision)
     data = as_tensors(torch, token_data(args.steps * args.batch_size, length, args.vocabulary,
                                         training_seed(shape, length)), device)
     batches = [{k: v[i : i + args.batch_size] for k, v in data.items()}
