@@ -155,8 +155,8 @@ def print_first_steps(report, names):
             for label in ("fresh", "cached"):
                 step = entry.get("first_step_s", {}).get(label)
                 encode = entry.get("first_encode_s", {}).get(label)
-                parts.append("-" if step is None else f"{step:.1f}" + (
-                    "" if encode is None else f" ({encode:.1f})"))
+                parts.append("-" if step is None else f"{step:.3g}" + (
+                    "" if encode is None else f" ({encode:.2g})"))
             row += f"{' / '.join(parts):>26}"
         print(row)
 
