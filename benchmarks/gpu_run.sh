@@ -1,38 +1,49 @@
 #!/usr/bin/env bash
-# The one prepared script for the GPU machine (docs: ../shared/docs/gpu_check.md): kcse vs
-# HF transformers, training and encoding speed on its GPU (benchmarks/gpu.py). Run it from the
-# repository root; it prints the table and writes $OUT/gpu.json (every figure) and $OUT/gpu.txt
-# ($OUT: /tmp/kcse-gpu unless set).
+# The one prepared script for the GPU machine (../shared/docs/gpu_check.md; docs/gpu.md): kcse vs
+# HF transformers, eager and under torch.compile, training and encoding speed on its GPU
+# (benchmarks/gpu.py). Run it from anywhere in the repository; it prints the table and writes
+# $OUT/gpu.json (every figure), $OUT/gpu.txt (the table) and $OUT/logs/ (each stack's stderr,
+# one file a stack) ($OUT: /tmp/kcse-gpu unless set).
 #
 # That machine has JAX, PyTorch and transformers, but no TensorFlow, Keras or keras-hub and no
-# package registry: Keras and keras-hub travel as wheels in .whl/. Fetch them once on the
-# development machine, in the repository root (Python 3.12 wheels for that machine):
+# package registry: Keras and keras-hub travel as wheels in .whl/, fetched beforehand by
+# benchmarks/fetch_gpu_wheels.sh (WHEELS=FOLDER: elsewhere). They are installed (again, on a warm
+# machine: --upgrade) into $SITE (/tmp/site unless set), put on PYTHONPATH after whatever
+# PYTHONPATH already holds (so a hider of packages can come first, as in the simulation of
+# docs/gpu.md).
 #
-#   echo /.whl/ >> .git/info/exclude
-#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-#       --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
-#       --platform manylinux_2_17_x86_64 -d .whl keras==3.15.1 keras-hub==0.32.0 namex optree
+# Defaults: BERT-base shape, batch 64, lengths 64 and 128, bfloat16, all three stacks, up to 3
+# alternated rounds but none that should end more than 360 s after the start (one round takes
+# ~4 minutes on an H200: see docs/gpu.md), then one first-steps-only process a stack for the
+# cached compilations. Arguments go on to gpu.py after these and win (--tiny, --runs 1,
+# --deadline 200, --precisions float32,bfloat16...).
 #
-# (not kagglehub: installed without its own dependencies it breaks `import keras_hub`), and send
-# the ignored .whl folder along with the working tree.
-#
-# Defaults: BERT-base shape, batch 64, lengths 64 and 128, float32 and bfloat16, kcse / HF eager /
-# torch.compile, up to 3 alternated runs each, but no round of runs that should end later than
-# --deadline seconds after the start. Not timed there yet: from the compile times of the GPU
-# notes (kcse ~20 s, torch.compile ~35 s per shape, 4 shapes each) a first round should take
-# ~5 minutes, later rounds less (their caches filled); with one round, gpu.py runs kcse and
-# torch.compile once more for their cached first steps only. Arguments given to this script go
-# on to gpu.py and win (e.g. --runs 1, --deadline 300, --precisions bfloat16).
-set -euo pipefail
+# Exits 0 only when gpu.py succeeded and its JSON holds kcse's rows.
+set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/kcse-gpu}
-mkdir -p "$OUT"
-if ! ls .whl/*.whl > /dev/null 2>&1; then
-    echo "no wheels in .whl/: see the top of $0" >&2
+SITE=${SITE:-/tmp/site}
+WHEELS=${WHEELS:-.whl}
+mkdir -p "$OUT/logs"
+if ! ls "$WHEELS"/*.whl > /dev/null 2>&1; then
+    echo "no wheels in $WHEELS/: run benchmarks/fetch_gpu_wheels.sh first" >&2
     exit 2
 fi
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
-export PYTHONPATH=/tmp/site:$PWD KERAS_BACKEND=jax XLA_PYTHON_CLIENT_PREALLOCATE=false
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
-python3 benchmarks/gpu.py --runs 3 --deadline 450 --worker-timeout 300 \
-    --json "$OUT/gpu.json" "$@" 2>&1 | tee "$OUT/gpu.txt"
+python3 -m pip install -q --upgrade --no-index --no-deps --no-compile --target "$SITE" \
+    "$WHEELS"/*.whl || exit 2
+export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$SITE:$PWD KERAS_BACKEND=jax
+export XLA_PYTHON_CLIENT_PREALLOCATE=false
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || true
+python3 benchmarks/gpu.py --deadline 360 --worker-timeout 240 --json "$OUT/gpu.json" \
+    --logs "$OUT/logs" "$@" 2>&1 | tee "$OUT/gpu.txt"
+status=${PIPESTATUS[0]}
+python3 - "$OUT/gpu.json" <<'CHECK' || exit 3
+import json
+import sys
+
+rows = json.load(open(sys.argv[1])).get("stacks", {}).get("kcse", {}).get("summary")
+if not rows:
+    sys.exit(f"{sys.argv[1]}: no kcse rows")
+print(f"{sys.argv[1]}: kcse rows {', '.join(rows)}")
+CHECK
+exit "$status"

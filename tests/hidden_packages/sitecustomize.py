@@ -2,24 +2,31 @@
 
 A process started with this folder first on PYTHONPATH (see
 `tests/tensorflow_free.py`) cannot import the packages that the GPU machine
-lacks (../shared/docs/gpu_check.md): each raises `ModuleNotFoundError`, as
-if it were not installed, even though it is installed here.
+lacks (../shared/docs/gpu_check.md): as if they were not installed, even
+though they are here, `import` raises `ModuleNotFoundError` and
+`importlib.util.find_spec` gives None (what transformers, for one, asks of
+tensorflow_text before it imports).
 """
 
-import importlib.abc
 import os
 import sys
 
 HIDDEN_PACKAGES = tuple(os.environ.get("KCSE_HIDDEN_PACKAGES", "").split(","))
 
 
-class HiddenPackages(importlib.abc.MetaPathFinder):
-    """Answers an import of a hidden package (or its submodules) as not installed."""
+class HidingFinder:
+    """One of `sys.meta_path`'s finders, blind to the hidden packages (and their submodules)."""
+
+    def __init__(self, finder):
+        self.finder = finder
 
     def find_spec(self, name, path=None, target=None):
         if name.split(".")[0] in HIDDEN_PACKAGES:
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
+            return None
+        return self.finder.find_spec(name, path, target)
+
+    def __getattr__(self, name):  # invalidate_caches, find_distributions...
+        return getattr(self.finder, name)
 
 
-sys.meta_path.insert(0, HiddenPackages())
+sys.meta_path[:] = [HidingFinder(finder) for finder in sys.meta_path]
