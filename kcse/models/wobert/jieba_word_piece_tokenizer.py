@@ -9,12 +9,13 @@ import numpy as np
 from kcse import compat
 from kcse import optional_packages
 from kcse.models import word_piece_rule
+from kcse.models.google_checkpoint.families import JIEBA_FEATURE
 from kcse.models.google_word_piece_tokenizer import GoogleWordPieceTokenizer
 
 
 def jieba():
     """The jieba module, imported when a tokenizer first needs it."""
-    return optional_packages.require("jieba", "WoBERT and RoFormer's tokenizer")
+    return optional_packages.require("jieba", JIEBA_FEATURE)
 
 
 @keras.saving.register_keras_serializable(package="kcse")
