@@ -39,7 +39,10 @@ def tiny_folders(tmp_path_factory):
     """`(folder, sample, torch model)`: folder/data/STS-B of real STS-B pairs
     and folder/hf, a random tiny BERT saved by transformers."""
     folder = tmp_path_factory.mktemp("tensorflow_free")
-    sample = stsb_sample(SHARED_DATA)
+    # A pair of one sentence twice has cosine 1 up to rounding: several tie,
+    # and float32 rounding (TensorFlow's, JAX's, torch's) orders them.
+    sample = {split: [pair for pair in pairs if pair[0] != pair[1]]
+              for split, pairs in stsb_sample(SHARED_DATA).items()}
     write_task(folder / "data", "STS-B", sample, lambda label: int(label))
     return folder, sample, hugging_face_folder(folder / "hf", sample)
 
@@ -134,7 +137,7 @@ def test_commands_run_on_jax_without_tensorflow(tiny_folders):
     trained = json.loads((folder / "trained" / "train.json").read_text())
     assert math.isfinite(trained["after"]["spearman"]), trained
     table = json.loads((folder / "preset.json").read_text())
-    assert table[0]["n"] == 37 and math.isfinite(table[0]["spearman"]), table
+    assert table[0]["n"] == len(tiny_folders[1]["test"]) and math.isfinite(table[0]["spearman"]), table
     # The .keras file's vectors on JAX are TensorFlow's.
     import keras
 
