@@ -1,0 +1,156 @@
+"""Su's checkpoints on a machine without TensorFlow: the exported folder's a/b/c.
+
+The path of docs/gpu.md: `kcse export --format huggingface` of an original
+Google-layout checkpoint on a machine with TensorFlow, then the recipe with
+`--models FOLDER`. The reference is the original checkpoint run on
+TensorFlow (the checkpoint reader and its bert4keras tokenizer are checked
+against bert4keras in tests/models/google_checkpoint and
+tests/models/google_word_piece_tokenizer_test.py). One tiny BERT and one tiny
+NEZHA checkpoint on real STS-B pairs, Su's protocol.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+import kcse
+import tensorflow_free
+from kcse import cli
+from kcse.layers.pooling_rules import SU_POOLINGS as POOLINGS
+from tiny_grid import recipe
+from tiny_grid import stsb_sample
+from tiny_grid import tiny_checkpoint
+from tiny_grid import write_task
+
+FAMILIES = ("bert", "nezha")
+LENGTH = 64  # The recipe's --max-length (Su's).
+# The grid's poolings: P2 needs the pretrained pooler carried, P4 the first
+# block's states; every pooling's vectors are compared below.
+GRID_POOLINGS = ("P2", "P4")
+GRID_FLAGS = ["--tasks", "STS-B", "--poolings", ",".join(GRID_POOLINGS), "--sentences", "64",
+              "--learning-rate", "1e-3"]
+# Cut by the checkpoint's tokenizer (bert4keras' rules) and by the folder's:
+# full-width forms kept (no NFKC), accents stripped, control and format
+# characters dropped, a word of 201 characters one [UNK], unknown characters.
+HAND_CASES = ["一个女孩，２？Ａ", "RÉSUMÉ résumé", "一\u200b个\x07女\ufeff孩", "a" * 200, "a" * 201,
+              "㈱⒈ 未知字符", ""]
+# Tokens the hand-written cases need (beside the sample's characters): a
+# folding tokenizer would give "，" the id of "," and "ａ" that of "a".
+HAND_TOKENS = ("a", "##a", "resume", ",", "2", "ａ", "２", "，")
+# Run in a process on JAX where TensorFlow, tensorflow-text and jieba cannot be
+# imported: each folder's token ids and its P1-P4 vectors, as JSON on stdout.
+FOLDER_SIDE = """
+import json, sys
+import kcse
+from kcse.models.model_sources import load_preset
+sentences = json.loads(open(sys.argv[1], encoding="utf-8").read())
+out = {}
+for folder in sys.argv[2:]:
+    backbone, preprocessor = load_preset(folder, %d)
+    ids = [list(map(int, preprocessor.tokenizer(text))) for text in sentences]
+    vectors = {pooling: kcse.SentenceEncoder(backbone, preprocessor, pooling=pooling)
+               .encode(sentences[:50]).tolist() for pooling in %r}
+    out[folder] = {"ids": ids, "vectors": vectors}
+print(json.dumps(out))
+""" % (LENGTH, POOLINGS)
+
+
+def scores(results_file):
+    """`{pooling: (a, b, c)}` on the test split from a recipe's results.json."""
+    cells = json.loads(results_file.read_text(encoding="utf-8"))["cells"].values()
+    return {cell["pooling"]: tuple(cell[column]["test"]["spearman"]
+                                   for column in ("raw", "whitening", "trained"))
+            for cell in cells}
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory, shared_data):
+    """Tiny BERT and NEZHA checkpoints, their recipe runs on TensorFlow, and
+    their `kcse export --format huggingface` folders."""
+    folder = tmp_path_factory.mktemp("exported_checkpoint")
+    sample = stsb_sample(shared_data)
+    write_task(folder / "data", "STS-B", sample, lambda label: int(label))
+    checkpoints, folders = {}, {}
+    for family in FAMILIES:
+        checkpoints[family] = tiny_checkpoint(folder / f"tiny_{family}", sample,
+                                              position_embeddings=family == "bert",
+                                              extra_tokens=HAND_TOKENS)
+        folders[family] = folder / f"{family}_hf"
+        assert cli.main(["export", "--model", f"{checkpoints[family]}:{family}",
+                         "--format", "huggingface", "--output", str(folders[family])]) == 0
+    flags = GRID_FLAGS + ["--data-dir", str(folder / "data")]
+    for name, models in (("original", [f"{checkpoints[f]}:{f}" for f in FAMILIES]),
+                         ("folders", [str(folders[f]) for f in FAMILIES])):
+        recipe("chinese_simcse").main(["--models", ",".join(models),
+                                       "--output", str(folder / name), *flags])
+    return folder, checkpoints, folders, sample
+
+
+def test_folders_give_the_checkpoints_a_b_c(exported):
+    """a (raw), b (whitening) and c (SimCSE-trained: the grid's dropout 0.3
+    and seed 0 drive the same masks) within 0.01 for P2 and P4 of BERT and
+    NEZHA (relative positions, pretrained pooler); both runs on TensorFlow."""
+    folder, _, _, _ = exported
+    original = json.loads((folder / "original" / "results.json").read_text())["cells"]
+    again = json.loads((folder / "folders" / "results.json").read_text())["cells"]
+    assert len(original) == len(again) == len(FAMILIES) * len(GRID_POOLINGS)
+    by_place = {}
+    for cells, side in ((original, "original"), (again, "folder")):
+        for cell in cells.values():
+            family = next(family for family in FAMILIES if family in cell["model"])
+            assert cell["status"] == "done" and cell["settings"]["hidden_dropout"] == 0.3
+            by_place.setdefault((family, cell["pooling"]), {})[side] = tuple(
+                cell[column]["test"]["spearman"] for column in ("raw", "whitening", "trained"))
+    assert len(by_place) == len(FAMILIES) * len(GRID_POOLINGS)
+    for place, sides in by_place.items():
+        difference = np.abs(np.subtract(sides["original"], sides["folder"])).max()
+        assert difference <= 0.01, (place, sides)
+        assert len(set(sides["original"])) == 3, place  # a, b and c are three numbers.
+
+
+def test_folders_cut_and_encode_as_the_checkpoints_without_tensorflow(exported):
+    """In a process on JAX without TensorFlow, tensorflow-text or jieba, each
+    folder cuts every sentence of the sample and the hand-written cases into
+    the checkpoint tokenizer's ids, and its P1-P4 vectors are the original
+    checkpoint's on TensorFlow within 1e-5."""
+    folder, checkpoints, folders, sample = exported
+    sentences = HAND_CASES + sorted({text for pairs in sample.values()
+                                     for a, b, _ in pairs for text in (a, b)})
+    (folder / "sentences.json").write_text(json.dumps(sentences, ensure_ascii=False),
+                                           encoding="utf-8")
+    run = tensorflow_free.run(["-c", FOLDER_SIDE, str(folder / "sentences.json"),
+                               *map(str, folders.values())])
+    assert run.returncode == 0, run.stderr[-3000:]
+    side = json.loads(run.stdout.strip().splitlines()[-1])
+    for family in FAMILIES:
+        for pooling in POOLINGS:
+            encoder = kcse.SentenceEncoder.from_checkpoint(checkpoints[family], family,
+                                                           LENGTH, pooling=pooling)
+            theirs = side[str(folders[family])]
+            if pooling == POOLINGS[0]:
+                ids = [list(map(int, encoder.preprocessor.tokenizer(text)))
+                       for text in sentences]
+                assert theirs["ids"] == ids, family
+                vocabulary = encoder.preprocessor.tokenizer.get_vocabulary()
+                pieces = [[vocabulary[i] for i in ids[HAND_CASES.index(text)]]
+                          for text in ("a" * 200, "a" * 201, "RÉSUMÉ résumé")]
+                assert pieces == [["a"] + ["##a"] * 199, ["[UNK]"], ["resume", "resume"]]
+            vectors = encoder.encode(sentences[:50])
+            difference = np.abs(vectors - np.array(theirs["vectors"][pooling])).max()
+            assert difference <= 1e-5, (family, pooling, difference)
+
+
+def test_roformer_folder_without_jieba_is_one_line(tmp_path, shared_data):
+    """RoFormer's folder reads back (rotary positions) but cuts with jieba:
+    on a machine without it, one line naming the feature and its install."""
+    sample = stsb_sample(shared_data)
+    checkpoint = tiny_checkpoint(tmp_path / "tiny_roformer", sample, position_embeddings=False)
+    assert cli.main(["export", "--model", f"{checkpoint}:roformer", "--format", "huggingface",
+                     "--output", str(tmp_path / "roformer_hf")]) == 0
+    run = tensorflow_free.run(["-c", "import sys, kcse; kcse.SentenceEncoder.from_preset("
+                               "sys.argv[1], sequence_length=16)", str(tmp_path / "roformer_hf")])
+    assert run.returncode == 1
+    assert run.stderr.strip().splitlines()[-1] == (
+        "kcse.optional_packages.MissingPackageError: WoBERT and RoFormer's tokenizer needs "
+        "jieba, which is not installed: pip install jieba")
