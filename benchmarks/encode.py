@@ -39,7 +39,6 @@ from minilm import model_folder
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 try:
     import torch
@@ -120,11 +119,17 @@ def main():
         f"{len(sentences)} sentences from {data.name}, batch size "
         f"{args.batch_size}, max length {args.max_length}, {args.runs} runs"
     )
+    threads = ""
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        threads = (f", TF threads "
+                   f"intra={tf.config.threading.get_intra_op_parallelism_threads()} "
+                   f"inter={tf.config.threading.get_inter_op_parallelism_threads()} "
+                   "(0 = TF default)")
     print(
-        f"keras {keras.__version__} ({keras.backend.backend()}), TF threads "
-        f"intra={tf.config.threading.get_intra_op_parallelism_threads()} "
-        f"inter={tf.config.threading.get_inter_op_parallelism_threads()} "
-        f"(0 = TF default); torch {torch.__version__} threads "
+        f"keras {keras.__version__} ({keras.backend.backend()}){threads}; "
+        f"torch {torch.__version__} threads "
         f"intra={torch.get_num_threads()} "
         f"inter={torch.get_num_interop_threads()}"
     )

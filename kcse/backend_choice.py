@@ -27,6 +27,7 @@ import os
 import pathlib
 import sys
 
+from kcse import optional_packages
 from kcse.arguments import UsageError
 
 SUPPORTED_BACKENDS = ("tensorflow", "jax")
@@ -76,7 +77,10 @@ def where_chosen():
 def check_backend(needs_tensorflow=None):
     """Raises `UsageError` unless the chosen backend is one kcse runs on,
     and TensorFlow when `needs_tensorflow` (a description of what needs it,
-    e.g. `"--format onnx"`) is given."""
+    e.g. `"--format onnx"`) is given: then TensorFlow must be installed,
+    else the line names its `pip install`."""
+    if needs_tensorflow and not optional_packages.installed("tensorflow"):
+        raise UsageError(optional_packages.missing_package_message("tensorflow", needs_tensorflow))
     backend = chosen_backend()
     if backend not in SUPPORTED_BACKENDS:
         raise UsageError(

@@ -48,7 +48,7 @@ from kcse.layers.pooling_rules import resolve_pooling
 from kcse.models.model_sources import check_model
 from kcse.models.model_sources import keeps_pooling
 from kcse.models.model_sources import pooling_problem
-from kcse.tensorflow_start import start_tensorflow
+from kcse.keras_start import start_keras
 
 
 class CommandFailed(Exception):
@@ -594,7 +594,7 @@ def run_train(args):
     check_scored_splits(args, data)
     if args.train_sentences is not None:  # --train-file, read by check_arguments.
         data[protocols.TRAIN_FILE] = args.train_sentences
-    start_tensorflow(args.verbose)
+    start_keras(args.verbose)
     command_line.start_distributed(args)
     with command_line.keeping_dtype_policy():
         print(command_line.start_speed(args))  # Before the model is built.
@@ -730,7 +730,7 @@ def run_evaluate(args):
     pairs = read_pair_files(args.data)
     if args.mteb_output:
         check_mteb_pair_counts(args, pairs)
-    start_tensorflow(args.verbose)
+    start_keras(args.verbose)
     from kcse.evaluation.sts import UndefinedCorrelationError
     from kcse.evaluation.sts import check_scorable
     from kcse.evaluation.sts import evaluate_sts
@@ -790,7 +790,7 @@ def write_mteb_output(args, encoder, rows, seconds):
 def run_english_suite(args):
     """`kcse evaluate --suite english-sts`: the papers' table of --model,
     printed, and written to --markdown and --json when given."""
-    start_tensorflow(args.verbose)
+    start_keras(args.verbose)
     from kcse.evaluation.sts import UndefinedCorrelationError
 
     encoder, prefix, source = load_encoder(args, inference_only=True)
@@ -880,7 +880,7 @@ def run_encode(args):
     if count == 0:
         raise UsageError(f"--shard {args.shard.index}/{args.shard.count}: {args.input} "
                          f"has {lines} line{'s' * (lines != 1)}, none in this shard")
-    start_tensorflow(args.verbose)
+    start_keras(args.verbose)
     import keras
 
     from kcse.batched_prediction import predict_in_chunks
@@ -967,7 +967,7 @@ class EncodeWriter:
 
 
 def run_export(args):
-    start_tensorflow(args.verbose)
+    start_keras(args.verbose)
     from kcse.export.formats import UnsupportedExportError
     from kcse.export.saved_model import ExportCheckError
 

@@ -142,7 +142,7 @@ def main(argv=None):
     args = parse_args(argv)
     model = args.model
     from kcse.arguments import one_line_warnings
-    from kcse.tensorflow_start import start_tensorflow
+    from kcse.keras_start import start_keras
 
     prog = pathlib.Path(sys.argv[0]).name
     one_line_warnings(prog)
@@ -156,7 +156,7 @@ def main(argv=None):
         return f"kept {', '.join(written)}" if written else "nothing written"
 
     with one_line_stops(prog, kept):
-        start_tensorflow(args.verbose)
+        start_keras(args.verbose)
         with keeping_dtype_policy():
             print(start_speed(args))  # Before the model is built.
             train(args, model)

@@ -549,7 +549,7 @@ def test_evaluate_and_encode_load_the_model_for_inference(
         raise EncoderLoaded
 
     monkeypatch.setattr(cli, "load_encoder", spy)
-    monkeypatch.setattr(cli, "start_tensorflow", lambda verbose: None)
+    monkeypatch.setattr(cli, "start_keras", lambda verbose: None)
     texts = tmp_path / "texts.txt"
     texts.write_text("一个女孩在梳头。\n", encoding="utf-8")
     options = {

@@ -56,11 +56,12 @@ def imported_module(name):
     return name
 
 
-def imports_of(module):
-    """`[(imported kcse module, line)]` of every import in `module`'s source."""
+def imports_of(module, nodes=None):
+    """`[(imported kcse module, line)]` of every import in `module`'s source
+    (of `nodes` of its tree, when given)."""
     is_package = MODULES[module].name == "__init__.py"
     found = []
-    for node in ast.walk(TREES[module]):
+    for node in ast.walk(TREES[module]) if nodes is None else nodes:
         if isinstance(node, ast.Import):
             found += [(imported_module(alias.name), node.lineno) for alias in node.names
                       if alias.name.split(".")[0] == "kcse"]

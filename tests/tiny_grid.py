@@ -97,3 +97,26 @@ def recipe(name):
     if str(RECIPES) not in sys.path:
         sys.path.insert(0, str(RECIPES))
     return importlib.import_module(name)
+
+
+def hugging_face_folder(folder, sample, seed=0):
+    """A random tiny BERT saved by transformers' `save_pretrained`, with a
+    vocab.txt covering `sample`'s characters; its `BertModel` (torch)."""
+    import os
+
+    os.environ.setdefault("USE_TF", "0")  # transformers: the torch models only.
+    import torch
+    import transformers
+
+    characters = sorted({c for pairs in sample.values() for a, b, _ in pairs for c in a + b})
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + characters
+    torch.manual_seed(seed)
+    config = transformers.BertConfig(
+        vocab_size=len(vocabulary), hidden_size=8, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=16, max_position_embeddings=128)
+    model = transformers.BertModel(config).eval()
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "vocab.txt").write_text("\n".join(vocabulary) + "\n", encoding="utf-8")
+    model.save_pretrained(folder)
+    transformers.BertTokenizer(str(folder / "vocab.txt")).save_pretrained(folder)
+    return model

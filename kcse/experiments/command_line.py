@@ -565,7 +565,7 @@ def recipe_main(method_name, doc, output, argv=None, poolings=None,
 def one_line_stops(prog, kept):
     """Ends a recipe that cannot write (a full disk) or is interrupted
     (Ctrl-C, or what a library made of it) with one line and exit code 1
-    or 130, and one whose Keras cannot start (`start_tensorflow`'s
+    or 130, and one whose Keras cannot start (`start_keras`'s
     UsageError) with exit code 2; `kept()` says in words what the run
     wrote before."""
     interrupts.install()
@@ -619,11 +619,11 @@ def run_grids(prog, runs, method_name):
     """Starts TensorFlow once, then runs the grid of each checked argument
     namespace of `runs` with `method_name`'s method (a sweep's values);
     returns their `(store, keys)`. A bad input exits 2 with one line."""
-    from kcse.tensorflow_start import start_tensorflow
+    from kcse.keras_start import start_keras
 
     arguments.one_line_warnings(prog)
     try:
-        start_tensorflow(runs[0].verbose)  # A keras.json Keras rejects: a UsageError.
+        start_keras(runs[0].verbose)  # A keras.json Keras rejects: a UsageError.
         start_distributed(runs[0])
     except arguments.UsageError as error:
         print(f"{prog}: error: {error}", file=sys.stderr)

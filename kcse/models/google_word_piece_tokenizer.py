@@ -7,12 +7,6 @@ import numpy as np
 from kcse import compat
 from kcse.models import word_piece_rule
 
-try:
-    import tensorflow as tf
-    import tensorflow_text as tf_text
-except ImportError:  # pragma: no cover - the Python path runs instead.
-    tf = tf_text = None
-
 # Step 3 of `word_piece_rule`, in RE2 (the graph's regexes): what separates
 # words (Python's `str.split` after bert4keras' map: space, tab, newlines,
 # Zs, and the line and paragraph separators Zl, Zp), and what is dropped.
@@ -120,6 +114,8 @@ class GoogleWordPieceTokenizer(keras_hub.models.BertTokenizer):
         )
 
     def _set_vocabulary_tf(self):
+        import tensorflow_text as tf_text
+
         # Words are limited in characters below, not in bytes.
         self._fast_word_piece = tf_text.FastWordpieceTokenizer(
             vocab=self.vocabulary,
@@ -133,6 +129,9 @@ class GoogleWordPieceTokenizer(keras_hub.models.BertTokenizer):
 
     def _normalize_tf(self, text):
         """Steps 1 and 3's character rules (lower, accents, spaces, drops)."""
+        import tensorflow as tf
+        import tensorflow_text as tf_text
+
         # ICU's lowercasing and NFD end a string at NUL, which bert4keras drops.
         text = tf.strings.regex_replace(text, r"\x00", "")
         if self.lowercase:
@@ -145,6 +144,8 @@ class GoogleWordPieceTokenizer(keras_hub.models.BertTokenizer):
 
     @compat.preprocessing_function
     def _tokenize_tf(self, inputs):
+        import tensorflow as tf
+
         if not isinstance(inputs, tf.RaggedTensor):
             inputs = tf.convert_to_tensor(inputs)
         if inputs.dtype != tf.string:
@@ -165,6 +166,8 @@ class GoogleWordPieceTokenizer(keras_hub.models.BertTokenizer):
 
     def _tokenize_batch_tf(self, inputs):
         """A string tensor of rank >= 1 -> a `tf.RaggedTensor` of tokens."""
+        import tensorflow as tf
+
         self._maybe_initialized_tf()
         text = tf.ragged.map_flat_values(self._normalize_tf, inputs)
         words = compat.pretokenize(text, lowercase=False, strip_accents=False,

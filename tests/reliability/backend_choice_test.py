@@ -62,7 +62,7 @@ def test_keras_json_names_the_backend_when_the_variable_does_not(tmp_path, texts
 def test_a_keras_json_keras_rejects_is_one_line_naming_it(target, tmp_path, texts,
                                                           shared_data):
     """Keras raises its ValueError as it is imported (after the arguments
-    are checked: `start_tensorflow`); it was a traceback."""
+    are checked: `start_keras`); it was a traceback."""
     (tmp_path / "keras.json").write_text(json.dumps({"floatx": "float8"}))
     arguments = {
         "kcse": ["encode", "--model", "e5-small", "--input", texts, "--output",

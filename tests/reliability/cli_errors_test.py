@@ -397,7 +397,7 @@ def test_train_refuses_a_split_it_cannot_score_before_the_model_loads(
     from kcse import cli
 
     started = []
-    monkeypatch.setattr(cli, "start_tensorflow", lambda *args: started.append(1))
+    monkeypatch.setattr(cli, "start_keras", lambda *args: started.append(1))
     data_dir = write_constant_task(tmp_path / "data", split, pairs)
     assert cli.main(["train", "--model", "e5-small", "--data-dir", str(data_dir),
                      "--protocol", protocol, "--output", str(tmp_path / "run")]) == 2
@@ -411,7 +411,7 @@ def test_train_without_valid_selection_does_not_score_valid(tmp_path, monkeypatc
     from kcse import cli
 
     data_dir = write_constant_task(tmp_path / "data", "valid")
-    monkeypatch.setattr(cli, "start_tensorflow", lambda *args: (_ for _ in ()).throw(
+    monkeypatch.setattr(cli, "start_keras", lambda *args: (_ for _ in ()).throw(
         RuntimeError("reached the training")))
     with pytest.raises(RuntimeError, match="reached the training"):
         cli.main(["train", "--model", "e5-small", "--data-dir", str(data_dir),
@@ -462,7 +462,7 @@ def test_a_bad_synonym_file_is_refused_before_the_model_loads(
     else:
         path.write_text(content, encoding="utf-8")
     views = ["--text-views", "synonym_substitution,word_deletion", "--synonyms", str(path)]
-    monkeypatch.setattr(cli, "start_tensorflow", lambda *args: pytest.fail("TF started"))
+    monkeypatch.setattr(cli, "start_keras", lambda *args: pytest.fail("TF started"))
     assert cli.main(["train", "--model", "e5-small", "--output", str(tmp_path / "run"),
                      *views]) == 2
     error = capsys.readouterr().err

@@ -36,17 +36,17 @@ def test_keras_loads_a_saved_encoder_after_a_plain_import_kcse(tmp_path):
         assert result.stdout.split()[-2:] == ["SentenceEncoder", "first_last_avg"]
 
 
-def test_start_tensorflow_hides_start_up_lines_and_keeps_others():
+def test_start_keras_hides_start_up_lines_and_keeps_others():
     code = (
         "import os\n"
-        "from kcse import tensorflow_start\n"
-        "with tensorflow_start._stderr_to_file() as lines:\n"
+        "from kcse import keras_start\n"
+        "with keras_start._stderr_to_file() as lines:\n"
         "    os.write(2, b'I0000 00:00:1 1 port.cc:153] oneDNN custom operations are on.\\n')\n"
         "    os.write(2, b'E0000 00:00:1 1 cuda_platform.cc:52] failed call to cuInit\\n')\n"
         "    os.write(2, b'E0000 00:00:1 1 some_op.cc:1] a real error\\n')\n"
-        "tensorflow_start._write_stderr(\n"
-        "    [line for line in lines if not tensorflow_start.START_UP_LINE.match(line)])\n"
-        "tensorflow_start.start_tensorflow()\n"
+        "keras_start._write_stderr(\n"
+        "    [line for line in lines if not keras_start.START_UP_LINE.match(line)])\n"
+        "keras_start.start_keras()\n"
         "import tensorflow as tf\n"
         "tf.constant(1.0) + 1\n"
     )
@@ -58,9 +58,9 @@ def test_start_tensorflow_hides_start_up_lines_and_keeps_others():
 def test_a_failing_import_shows_what_it_wrote():
     code = (
         "import os\n"
-        "from kcse import tensorflow_start\n"
+        "from kcse import keras_start\n"
         "try:\n"
-        "    with tensorflow_start._stderr_to_file():\n"
+        "    with keras_start._stderr_to_file():\n"
         "        os.write(2, b'I0000 the line before the failure\\n')\n"
         "        raise ImportError('broken')\n"
         "except ImportError:\n"

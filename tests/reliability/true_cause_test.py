@@ -37,7 +37,7 @@ def no_model_loads(monkeypatch):
 
     monkeypatch.setattr(model_sources, "load_model",
                         lambda *args, **kwargs: pytest.fail("a model was loaded"))
-    monkeypatch.setattr(cli, "start_tensorflow", lambda *args: pytest.fail("TF started"))
+    monkeypatch.setattr(cli, "start_keras", lambda *args: pytest.fail("TF started"))
 
 
 @pytest.mark.parametrize("pooling", [[], ["--pooling", "wk"], ["--pooling", "P2"]])

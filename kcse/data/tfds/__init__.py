@@ -31,11 +31,16 @@ test = builder.as_dataset(split="test")  # sentence1, sentence2, label
 ```
 """
 
-from kcse.data.tfds.chinese_sts import ChineseSts
-from kcse.data.tfds.nli_zh import NliZh
-from kcse.data.tfds.snli import Snli
-from kcse.data.tfds.sts_en import StsEn
-from kcse.data.tfds.stsb_multi_mt import StsbMultiMt
+from kcse import optional_packages
+
+# Without tensorflow-datasets: one line naming it, not a traceback from a builder.
+optional_packages.require("tensorflow_datasets", "kcse's TFDS builders (kcse.data.tfds)")
+
+from kcse.data.tfds.chinese_sts import ChineseSts  # noqa: E402
+from kcse.data.tfds.nli_zh import NliZh  # noqa: E402
+from kcse.data.tfds.snli import Snli  # noqa: E402
+from kcse.data.tfds.sts_en import StsEn  # noqa: E402
+from kcse.data.tfds.stsb_multi_mt import StsbMultiMt  # noqa: E402
 
 BUILDERS = (ChineseSts, StsbMultiMt, StsEn, NliZh, Snli)
 

@@ -6,9 +6,12 @@ import pathlib
 import keras_hub
 import numpy as np
 
+from kcse import optional_packages
 from kcse.models.google_checkpoint.checkpoint_index import index_files
+from kcse.models.google_checkpoint.families import CHECKPOINT_FEATURE
 from kcse.models.google_checkpoint.families import FAMILIES
 from kcse.models.google_checkpoint.families import JIEBA_FAMILIES
+from kcse.models.google_checkpoint.families import JIEBA_FEATURE
 from kcse.models.google_word_piece_tokenizer import GoogleWordPieceTokenizer
 from kcse.models.wobert.jieba_word_piece_tokenizer import JiebaWordPieceTokenizer
 from kcse.models.bert_backbone import BertBackbone
@@ -267,6 +270,10 @@ def from_checkpoint(folder, family="bert", sequence_length=512):
     segmentation first for WoBERT and RoFormer (`JiebaWordPieceTokenizer`,
     which then cannot be part of an exported graph).
 
+    Reading the checkpoint needs TensorFlow (on any Keras backend), and
+    WoBERT's and RoFormer's tokenizer jieba: without them, a `kcse.optional_packages.MissingPackageError` names its `pip
+    install`, before any work.
+
     Returns:
         `(backbone, preprocessor)`, ready for `kcse.SentenceEncoder`.
 
@@ -321,6 +328,9 @@ def from_checkpoint(folder, family="bert", sequence_length=512):
     """
     if family not in FAMILIES:
         raise ValueError(f"family must be one of {FAMILIES}; got {family!r}.")
+    tf = optional_packages.require("tensorflow", CHECKPOINT_FEATURE)
+    if family in JIEBA_FAMILIES:
+        optional_packages.require("jieba", JIEBA_FEATURE)
     check_sequence_length(sequence_length)
     folder = pathlib.Path(folder)
     if not folder.is_dir():

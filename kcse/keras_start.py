@@ -1,12 +1,15 @@
-"""Starting TensorFlow without its start-up lines on the terminal.
+"""Starting Keras, and TensorFlow where it runs, without their start-up lines.
 
 Importing TensorFlow writes C++ log lines to the process's stderr before
 its logging is configured (oneDNN, cudart, CPU features, cuInit), and
 `TF_CPP_MIN_LOG_LEVEL` does not reach all of them. The `kcse` command and
-the recipes call `start_tensorflow` after their arguments are checked: it
-imports TensorFlow and Keras and lists the devices with file descriptor 2
-sent to a temporary file, then writes back whatever is not one of those
-start-up lines (a real error stays visible).
+the recipes call `start_keras` after their arguments are checked: it
+imports Keras and keras-hub (which imports TensorFlow wherever TensorFlow
+is installed, on any backend) and, on the TensorFlow backend, TensorFlow
+and its devices, with file descriptor 2 sent to a temporary file, then
+writes back whatever is not one of those start-up lines (a real error
+stays visible). On JAX kcse itself never imports TensorFlow: a machine
+without it runs every feature but the TensorFlow-only ones.
 """
 
 import contextlib
@@ -15,6 +18,8 @@ import os
 import re
 import sys
 import tempfile
+
+from kcse.backend_choice import chosen_backend
 
 # TensorFlow's start-up lines: absl INFO and WARNING records, the absl
 # preamble, the CPU-feature note's second line, and cuInit on a machine
@@ -25,8 +30,9 @@ START_UP_LINE = re.compile(
 )
 
 
-def start_tensorflow(verbose=False):
-    """Imports TensorFlow and Keras, hiding their start-up lines unless `verbose`.
+def start_keras(verbose=False):
+    """Imports Keras and keras-hub, and TensorFlow on its backend, hiding
+    their start-up lines unless `verbose`.
 
     Sets `TF_CPP_MIN_LOG_LEVEL=3` when the environment does not set it:
     TensorFlow's C++ records, ERROR included, stay off the terminal during
@@ -40,15 +46,16 @@ def start_tensorflow(verbose=False):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     with _stderr_to_file() as captured:
         _import_keras()
-        tensorflow = importlib.import_module("tensorflow")
-        tensorflow.config.list_physical_devices()  # Device discovery logs (cuInit).
+        if chosen_backend() == "tensorflow":
+            tensorflow = importlib.import_module("tensorflow")
+            tensorflow.config.list_physical_devices()  # Device discovery logs (cuInit).
     _write_stderr([line for line in captured if not START_UP_LINE.match(line)])
 
 
 def _import_keras():
-    """Imports Keras; a `UsageError` naming keras.json for the `ValueError`
-    Keras raises as it starts on a setting there it rejects (`"floatx":
-    "float8"`)."""
+    """Imports Keras and keras-hub; a `UsageError` naming keras.json for the
+    `ValueError` Keras raises as it starts on a setting there it rejects
+    (`"floatx": "float8"`)."""
     from kcse.arguments import UsageError
     from kcse.backend_choice import keras_json_path
 
@@ -57,6 +64,7 @@ def _import_keras():
     except ValueError as error:
         raise UsageError(f"{keras_json_path()}: Keras cannot start with it: "
                          f"{' '.join(str(error).split())}") from None
+    importlib.import_module("keras_hub")
 
 
 @contextlib.contextmanager
