@@ -26,7 +26,6 @@ keras-hub's own `XLMRobertaBackbone`.
 
 import json
 import pathlib
-import re
 
 import numpy as np
 from keras import ops
@@ -36,6 +35,7 @@ from kcse.export import sentencepiece_json
 from kcse.export import word_piece_json
 from kcse.export.formats import UnsupportedExportError
 from kcse.models.google_checkpoint.checkpoint_converter import checkpoint_variable_map
+from kcse.models.huggingface_folder import huggingface_name
 from kcse.validation import check_preprocessor_length
 
 # keras-hub's BERT and kcse's relative-position backbones: LayerNorm epsilon.
@@ -122,24 +122,6 @@ def huggingface_config(backbone, tokenizer, max_position_embeddings, pad_token_i
     else:
         config["max_relative_position"] = backbone.max_relative_position
     return config
-
-
-def huggingface_name(checkpoint_name):
-    """transformers' parameter name for a Google-checkpoint variable name.
-
-    `bert/encoder/layer_0/attention/self/query/kernel` →
-    `encoder.layer.0.attention.self.query.weight`, as transformers'
-    `load_tf_weights_in_bert` maps them (kernel and gamma → weight, beta →
-    bias, a bare embedding table → its `.weight`).
-    """
-    parts = checkpoint_name.split("/")[1:]
-    parts = [re.sub(r"^layer_(\d+)$", r"layer.\1", part) for part in parts]
-    renamed = {"kernel": "weight", "gamma": "weight", "beta": "bias"}
-    if parts[-1] in renamed:
-        parts[-1] = renamed[parts[-1]]
-    elif parts[-1] != "bias":
-        parts.append("weight")
-    return ".".join(parts)
 
 
 def rotary_position_table(rows, depth):

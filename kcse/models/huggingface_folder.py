@@ -8,6 +8,9 @@ after TensorFlow has started. `check_huggingface_folder` reads the JSON and
 the safetensors header only (the header gives every tensor's shape) and
 raises a `ValueError` naming the file and field. Standard library only, so
 the commands check `--model` with it before TensorFlow starts.
+`huggingface_name` maps a Google-checkpoint variable's name to the
+folder's tensor name (the export writes by it, NEZHA's and RoFormer's
+folders are read back by it).
 
 Example:
 ```python
@@ -190,3 +193,21 @@ def check_weight_shapes(config, path, shapes, weights):
             said = ", ".join(f"{field} {config[field]}" for field in fields)
             raise ValueError(f"{path}: {said}, but {weights} holds {names[0]} of shape "
                              f"{list(shapes[names[0]])}")
+
+
+def huggingface_name(checkpoint_name):
+    """transformers' parameter name for a Google-checkpoint variable name.
+
+    `bert/encoder/layer_0/attention/self/query/kernel` →
+    `encoder.layer.0.attention.self.query.weight`, as transformers'
+    `load_tf_weights_in_bert` maps them (kernel and gamma → weight, beta →
+    bias, a bare embedding table → its `.weight`).
+    """
+    parts = checkpoint_name.split("/")[1:]
+    parts = [re.sub(r"^layer_(\d+)$", r"layer.\1", part) for part in parts]
+    renamed = {"kernel": "weight", "gamma": "weight", "beta": "bias"}
+    if parts[-1] in renamed:
+        parts[-1] = renamed[parts[-1]]
+    elif parts[-1] != "bias":
+        parts.append("weight")
+    return ".".join(parts)

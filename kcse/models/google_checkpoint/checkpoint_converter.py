@@ -337,8 +337,6 @@ def from_checkpoint(folder, family="bert", sequence_length=512):
         raise FileNotFoundError(f"Checkpoint folder {folder} does not exist.")
     config = read_bert_config(folder)
     prefix = checkpoint_prefix(folder)
-    import tensorflow as tf  # Reading a TF checkpoint needs TensorFlow, nothing else here.
-
     reader = tf.train.load_checkpoint(prefix)
     has_pooler = reader.has_tensor("bert/pooler/dense/kernel")
     backbone = build_backbone(config, family, has_pooler)

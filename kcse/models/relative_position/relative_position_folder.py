@@ -38,6 +38,7 @@ import numpy as np
 
 from kcse.models.huggingface_folder import CONFIG_FILE
 from kcse.models.huggingface_folder import WEIGHTS_FILE
+from kcse.models.huggingface_folder import huggingface_name
 from kcse.models.huggingface_folder import read_json_object
 
 # config.json's model_type -> kcse family (`kcse.models.google_checkpoint`).
@@ -86,7 +87,6 @@ def load_relative_position_folder(folder, sequence_length=512):
     """
     from safetensors.numpy import load_file
 
-    from kcse.export.huggingface import huggingface_name
     from kcse.models.google_checkpoint.checkpoint_converter import build_backbone
     from kcse.models.google_checkpoint.checkpoint_converter import checkpoint_variable_map
     from kcse.models.huggingface_normalization import exported_tokenizer
