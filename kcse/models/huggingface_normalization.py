@@ -28,6 +28,23 @@ def match_huggingface_normalization(tokenizer, folder):
 EXPORTED_TOKENIZER_FIELD = "kcse_tokenizer"
 
 
+def cuts_with_jieba(folder):
+    """Whether `folder` is read back with kcse's jieba tokenizer (WoBERT's,
+    RoFormer's): its `tokenizer_config.json` names it in `kcse_tokenizer`,
+    or its `config.json` is a RoFormer's. Files that cannot be read say
+    False here; the folder's checks name them."""
+    folder = pathlib.Path(str(folder))
+    fields = {"tokenizer_config.json": EXPORTED_TOKENIZER_FIELD, "config.json": "model_type"}
+    found = {}
+    for name, field in fields.items():
+        try:
+            found[name] = json.loads((folder / name).read_text(encoding="utf-8")).get(field)
+        except (OSError, ValueError, AttributeError):
+            found[name] = None
+    return (found["tokenizer_config.json"] == "JiebaWordPieceTokenizer"
+            or found["config.json"] == "roformer")
+
+
 def exported_tokenizer(preprocessor, folder):
     """The preprocessor of a folder kcse exported, cutting as the encoder did.
 

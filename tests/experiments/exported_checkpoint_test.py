@@ -159,14 +159,23 @@ def test_folders_cut_and_encode_as_the_checkpoints_without_tensorflow(exported):
 
 def test_roformer_folder_without_jieba_is_one_line(tmp_path, shared_data):
     """RoFormer's folder reads back (rotary positions) but cuts with jieba:
-    on a machine without it, one line naming the feature and its install."""
+    on a machine without it, the recipe and the Python API say so in one
+    line naming the feature and its install, before any work."""
     sample = stsb_sample(shared_data)
+    write_task(tmp_path / "data", "STS-B", sample, lambda label: int(label))
     checkpoint = tiny_checkpoint(tmp_path / "tiny_roformer", sample, position_embeddings=False)
+    folder = tmp_path / "roformer_hf"
     assert cli.main(["export", "--model", f"{checkpoint}:roformer", "--format", "huggingface",
-                     "--output", str(tmp_path / "roformer_hf")]) == 0
+                     "--output", str(folder)]) == 0
+    line = "WoBERT and RoFormer's tokenizer needs jieba, which is not installed: pip install jieba"
+    run = tensorflow_free.run(["recipes/chinese_simcse.py", "--models", str(folder),
+                               "--data-dir", str(tmp_path / "data"),
+                               "--output", str(tmp_path / "jax"), *GRID_FLAGS])
+    assert run.returncode == 2
+    assert run.stderr.strip() == f"chinese_simcse.py: error: --models {folder}: {line}"
+    assert not (tmp_path / "jax").exists()
     run = tensorflow_free.run(["-c", "import sys, kcse; kcse.SentenceEncoder.from_preset("
-                               "sys.argv[1], sequence_length=16)", str(tmp_path / "roformer_hf")])
+                               "sys.argv[1], sequence_length=16)", str(folder)])
     assert run.returncode == 1
     assert run.stderr.strip().splitlines()[-1] == (
-        "kcse.optional_packages.MissingPackageError: WoBERT and RoFormer's tokenizer needs "
-        "jieba, which is not installed: pip install jieba")
+        f"kcse.optional_packages.MissingPackageError: {line}")
