@@ -41,8 +41,8 @@ from kcse.models.huggingface_folder import WEIGHTS_FILE
 from kcse.models.huggingface_folder import huggingface_name
 from kcse.models.huggingface_folder import read_json_object
 
-# config.json's model_type -> kcse family (`kcse.models.google_checkpoint`).
-RELATIVE_POSITION_TYPES = {"nezha": "nezha", "roformer": "roformer"}
+# config.json's model_types read here, also kcse's family names for them.
+RELATIVE_POSITION_TYPES = ("nezha", "roformer")
 # The prefix transformers' task models put before the backbone's names.
 BASE_PREFIXES = {"nezha": "nezha.", "roformer": "roformer."}
 # A RoFormer's rotary table: transformers keeps it as a parameter; kcse
@@ -106,8 +106,7 @@ def load_relative_position_folder(folder, sequence_length=512):
     tensors = {name.removeprefix(prefix): value
                for name, value in load_file(str(weights_path)).items()}
     tensors.pop(ROTARY_TABLE, None)
-    backbone = build_backbone(config, RELATIVE_POSITION_TYPES[model_type],
-                              has_pooler=POOLER_KERNEL in tensors)
+    backbone = build_backbone(config, model_type, has_pooler=POOLER_KERNEL in tensors)
     variables = {huggingface_name(name): (name, variable)
                  for name, variable in checkpoint_variable_map(backbone).items()}
     unknown = sorted(set(tensors) - set(variables))
@@ -116,14 +115,28 @@ def load_relative_position_folder(folder, sequence_length=512):
         raise ValueError(f"{weights_path}: does not fit the {model_type} backbone of "
                          f"{path}: unknown tensors {unknown}, missing tensors {missing}")
     for name, (checkpoint_name, variable) in variables.items():
-        value = tensors[name]
+        value, shape = tensors[name], folder_shape(checkpoint_name, variable.shape)
+        if value.shape != shape:
+            raise ValueError(f"{weights_path}: {name} of shape {list(value.shape)}; the "
+                             f"{model_type} backbone of {path} takes {list(shape)}")
         if checkpoint_name.endswith("/kernel"):
             value = value.T  # torch's Linear keeps [out, in].
-        if value.size != int(np.prod(variable.shape)):
-            raise ValueError(f"{weights_path}: {name} of shape {list(tensors[name].shape)} "
-                             f"does not fit the variable's {list(variable.shape)}")
         variable.assign(value.reshape(variable.shape).astype(variable.dtype))
     return backbone, preprocessor
+
+
+def folder_shape(checkpoint_name, shape):
+    """The shape `kcse.export.huggingface` writes a variable of `shape` in:
+    kernels `[out, in]` (per-head query, key and value kernels and the
+    attention output's flattened), per-head biases flat, the rest as is."""
+    shape = tuple(int(size) for size in shape)
+    if checkpoint_name.endswith("attention/output/dense/kernel"):
+        return (shape[-1], int(np.prod(shape[:-1])))
+    if checkpoint_name.endswith("/kernel"):
+        return (int(np.prod(shape[1:])), shape[0])
+    if len(shape) > 1 and not checkpoint_name.startswith("bert/embeddings/"):
+        return (int(np.prod(shape)),)
+    return shape
 
 
 def default_preprocessor(folder, model_type, sequence_length):

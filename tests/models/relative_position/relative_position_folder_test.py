@@ -79,3 +79,18 @@ def test_roformer_configs_kcse_does_not_compute_are_one_line(tmp_path, field, va
     path.write_text(json.dumps(json.loads(path.read_text()) | {field: value}))
     with pytest.raises(ValueError, match="^" + str(path) + ": " + said):
         load_relative_position_folder(tmp_path / "folder", 16)
+
+
+def test_a_misshaped_tensor_names_the_file_and_the_shape(tmp_path):
+    """A transposed feed-forward kernel ([in, out], as TensorFlow keeps it)."""
+    exported_folder(tmp_path / "folder", "nezha")
+    weights = tmp_path / "folder" / "model.safetensors"
+    tensors = load_file(str(weights))
+    name = "encoder.layer.0.intermediate.dense.weight"
+    tensors[name] = np.ascontiguousarray(tensors[name].T)
+    save_file(tensors, str(weights))
+    with pytest.raises(ValueError) as error:
+        load_relative_position_folder(tmp_path / "folder", 16)
+    assert str(error.value) == (
+        f"{weights}: {name} of shape [8, 16]; the nezha backbone of "
+        f"{tmp_path / 'folder' / 'config.json'} takes [16, 8]")
