@@ -254,7 +254,7 @@ def check_exportable(encoder):
             "without quantized_embedding) to export it")
 
 
-def export_huggingface(encoder, path, overwrite=False):
+def export_huggingface(encoder, path, overwrite=False, published_as=None):
     """Writes `encoder`'s backbone and tokenizer as a transformers folder.
 
     `transformers.AutoModel.from_pretrained(path)` loads the backbone
@@ -264,7 +264,10 @@ def export_huggingface(encoder, path, overwrite=False):
     tokenizer loads as transformers' `RoFormerTokenizerFast`, which needs
     `rjieba`). Pooling, whitening and normalisation
     are not part of a transformers model: `export_sentence_transformers`
-    keeps them.
+    keeps them. `published_as`, one of Su's model names (`kcse export
+    --model BERT --checkpoint-root ...` passes it), is kept in
+    `config.json`'s `kcse_published_as`: the recipes show his published
+    cell beside the folder's, as beside his checkpoint's.
 
     The folder is written under a temporary name beside `path` and renamed
     into place; an existing non-empty `path` raises `FileExistsError`
@@ -292,8 +295,15 @@ def export_huggingface(encoder, path, overwrite=False):
     # transformers.AutoModel.from_pretrained("nezha-hf") is a NezhaModel.
     ```
     """
+    from kcse.models.model_sources import PUBLISHED_AS_FIELD
+    from kcse.models.model_sources import SU_MODELS
+
+    if published_as is not None and published_as not in SU_MODELS:
+        raise ValueError(f"published_as must be one of Su's models {SU_MODELS}; "
+                         f"got {published_as!r}")
     check_exportable(encoder)
     atomic_files.check_replaceable(path, overwrite)
+    extra = {} if published_as is None else {PUBLISHED_AS_FIELD: published_as}
     with atomic_files.writing_folder(path, overwrite) as temporary:
-        write_backbone(temporary, encoder)
+        write_backbone(temporary, encoder, extra)
     return pathlib.Path(path)

@@ -367,10 +367,18 @@ def resolve_model(name, checkpoint_root=None):
     return preset_spec(name, name)
 
 
+# `config.json` field of a Hugging Face folder exported from one of Su's
+# checkpoints by its name: the model whose published cells it is compared with.
+PUBLISHED_AS_FIELD = "kcse_published_as"
+
+
 def folder_spec(name, path, family, published_as=None):
     path = pathlib.Path(path).expanduser().resolve()
     if not path.is_dir():
         raise FileNotFoundError(f"Model {name!r}: no folder {path}.")
+    if family is None and published_as is None:  # An exported Su checkpoint?
+        published_as = _json_object(path / "config.json").get(PUBLISHED_AS_FIELD)
+        published_as = published_as if published_as in SU_CHECKPOINTS else None
     kind = f"original {family} checkpoint" if family else "model folder"
     return ModelSpec(name, str(path), family, prefix=default_prefix(path),
                      published_as=published_as, description=f"{kind} {path}",

@@ -17,7 +17,9 @@ import pytest
 import kcse
 import tensorflow_free
 from kcse import cli
+from kcse.experiments.published import published_cell
 from kcse.layers.pooling_rules import SU_POOLINGS as POOLINGS
+from kcse.models import model_sources
 from tiny_grid import recipe
 from tiny_grid import stsb_sample
 from tiny_grid import tiny_checkpoint
@@ -185,3 +187,22 @@ def test_roformer_folder_without_jieba_is_one_line(tmp_path, shared_data):
     assert run.returncode == 1
     assert run.stderr.strip().splitlines()[-1] == (
         f"kcse.optional_packages.MissingPackageError: {line}")
+
+
+def test_a_su_checkpoint_exported_by_name_keeps_his_published_cells(tmp_path, shared_data):
+    """`kcse export --model NEZHA --checkpoint-root ...` writes Su's name into
+    config.json; the folder's grid cells are compared with his published
+    ones (kexue.fm 8348, `kcse.experiments.published`) as his checkpoint's are."""
+    sample = stsb_sample(shared_data)
+    tiny_checkpoint(tmp_path / "root" / "nezha_base_wwm", sample, position_embeddings=False)
+    folder = tmp_path / "su_hf" / "NEZHA"
+    assert cli.main(["export", "--model", "NEZHA", "--checkpoint-root", str(tmp_path / "root"),
+                     "--format", "huggingface", "--output", str(folder)]) == 0
+    assert json.loads((folder / "config.json").read_text())["kcse_published_as"] == "NEZHA"
+    spec = model_sources.resolve_model(str(folder))
+    assert (spec.name, spec.family, spec.published_as) == ("NEZHA", None, "NEZHA")
+    assert published_cell(spec.published_as, "P1", "STS-B") is not None
+    # A folder exported from PATH:family names no published model.
+    assert cli.main(["export", "--model", f"{tmp_path / 'root' / 'nezha_base_wwm'}:nezha",
+                     "--format", "huggingface", "--output", str(tmp_path / "other")]) == 0
+    assert model_sources.resolve_model(str(tmp_path / "other")).published_as is None
