@@ -47,6 +47,7 @@ from kcse.layers.pooling_rules import POOLING_NAMES
 from kcse.layers.pooling_rules import resolve_pooling
 from kcse.models.model_sources import check_model
 from kcse.models.model_sources import keeps_pooling
+from kcse.models.model_sources import SU_MODELS
 from kcse.models.model_sources import pooling_problem
 from kcse.keras_start import start_keras
 
@@ -981,6 +982,8 @@ def run_export(args):
             options["training"] = training_record(args.model)
         if args.format == "onnx":
             options["quantize"] = args.quantize
+        if args.format == "huggingface" and args.model in SU_MODELS:
+            options["published_as"] = args.model  # His published cells stay beside it.
         try:
             encoder.export(args.output, format=args.format, **options)
         except UnsupportedExportError as error:

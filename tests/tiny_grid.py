@@ -38,13 +38,15 @@ def stsb_sample(shared_data):
     return sample
 
 
-def tiny_checkpoint(folder, sample, seed=0, position_embeddings=True):
+def tiny_checkpoint(folder, sample, seed=0, position_embeddings=True, extra_tokens=()):
     """A random BERT in the original layout whose vocabulary covers `sample`
-    (without `position_embeddings`: a NEZHA / RoFormer checkpoint's variables)."""
+    and holds `extra_tokens` (without `position_embeddings`: a NEZHA /
+    RoFormer checkpoint's variables)."""
     characters = sorted(
         {c for pairs in sample.values() for a, b, _ in pairs for c in a + b}
     )
     vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + characters
+    vocabulary += [token for token in extra_tokens if token not in vocabulary]
     config = dict(TINY_CONFIG, vocab_size=len(vocabulary), max_position_embeddings=128)
     arrays = checkpoint_arrays(config, position_embeddings=position_embeddings, seed=seed)
     return write_checkpoint(folder, arrays, config, vocabulary)

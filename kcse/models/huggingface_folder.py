@@ -8,6 +8,9 @@ after TensorFlow has started. `check_huggingface_folder` reads the JSON and
 the safetensors header only (the header gives every tensor's shape) and
 raises a `ValueError` naming the file and field. Standard library only, so
 the commands check `--model` with it before TensorFlow starts.
+`huggingface_name` maps a Google-checkpoint variable's name to the
+folder's tensor name (the export writes by it, NEZHA's and RoFormer's
+folders are read back by it).
 
 Example:
 ```python
@@ -32,11 +35,12 @@ import re
 CONFIG_FILE = "config.json"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 WEIGHTS_FILE = "model.safetensors"
-# Hugging Face `model_type`s kcse builds a `SentenceEncoder` on (keras-hub's
-# converters give a backbone kcse pools): BERT and XLM-R. The NEZHA and
-# RoFormer folders `kcse.export.export_huggingface` writes have no
-# converter in keras-hub yet.
-BACKBONE_TYPES = ("bert", "xlm-roberta")
+# Hugging Face `model_type`s kcse builds a `SentenceEncoder` on: BERT and
+# XLM-R (keras-hub's converters), NEZHA and RoFormer (kcse's backbones,
+# `kcse.models.relative_position.relative_position_folder`).
+BACKBONE_TYPES = ("bert", "xlm-roberta", "nezha", "roformer")
+# Those whose tokenizer is read from `vocab.txt` and `tokenizer_config.json`.
+WORD_PIECE_TYPES = ("bert", "nezha", "roformer")
 # Bytes of one element, by safetensors dtype name.
 DTYPE_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "U16": 2, "I16": 2,
                "F16": 2, "BF16": 2, "U32": 4, "I32": 4, "F32": 4, "U64": 8, "I64": 8, "F64": 8}
@@ -132,8 +136,7 @@ def check_huggingface_folder(folder):
     if model_type not in BACKBONE_TYPES:
         raise ValueError(
             f"{path}: model_type {model_type!r}: kcse reads Hugging Face folders of model_type "
-            f"{' or '.join(map(repr, BACKBONE_TYPES))} (keras-hub converts them; NEZHA and "
-            "RoFormer folders are not read back yet)")
+            f"{', '.join(map(repr, BACKBONE_TYPES))}")
     for field in SIZE_FIELDS:
         value = config.get(field)
         if field in config and not (isinstance(value, int) and not isinstance(value, bool)
@@ -151,12 +154,12 @@ def check_huggingface_folder(folder):
 
 
 def check_tokenizer_files(folder, model_type):
-    """The files keras-hub's converter reads the tokenizer from are there:
-    XLM-R's `sentencepiece.bpe.model`; BERT's `tokenizer_config.json` with
+    """The files the tokenizer is read from are there: XLM-R's
+    `sentencepiece.bpe.model`; BERT's, NEZHA's and RoFormer's `tokenizer_config.json` with
     `do_lower_case`, and `vocab.txt` (or the SentencePiece model where
     `tokenizer_class` names XLM-R's, as multilingual-e5's)."""
     sentencepiece = "sentencepiece.bpe.model"
-    if model_type == "bert":
+    if model_type in WORD_PIECE_TYPES:
         path = folder / TOKENIZER_CONFIG_FILE
         if not path.is_file():
             raise ValueError(f"{path}: missing; keras-hub reads a BERT folder's tokenizer "
@@ -190,3 +193,21 @@ def check_weight_shapes(config, path, shapes, weights):
             said = ", ".join(f"{field} {config[field]}" for field in fields)
             raise ValueError(f"{path}: {said}, but {weights} holds {names[0]} of shape "
                              f"{list(shapes[names[0]])}")
+
+
+def huggingface_name(checkpoint_name):
+    """transformers' parameter name for a Google-checkpoint variable name.
+
+    `bert/encoder/layer_0/attention/self/query/kernel` →
+    `encoder.layer.0.attention.self.query.weight`, as transformers'
+    `load_tf_weights_in_bert` maps them (kernel and gamma → weight, beta →
+    bias, a bare embedding table → its `.weight`).
+    """
+    parts = checkpoint_name.split("/")[1:]
+    parts = [re.sub(r"^layer_(\d+)$", r"layer.\1", part) for part in parts]
+    renamed = {"kernel": "weight", "gamma": "weight", "beta": "bias"}
+    if parts[-1] in renamed:
+        parts[-1] = renamed[parts[-1]]
+    elif parts[-1] != "bias":
+        parts.append("weight")
+    return ".".join(parts)

@@ -28,6 +28,23 @@ def match_huggingface_normalization(tokenizer, folder):
 EXPORTED_TOKENIZER_FIELD = "kcse_tokenizer"
 
 
+def cuts_with_jieba(folder):
+    """Whether `folder` is read back with kcse's jieba tokenizer (WoBERT's,
+    RoFormer's): its `tokenizer_config.json` names it in `kcse_tokenizer`,
+    or its `config.json` is a RoFormer's. Files that cannot be read say
+    False here; the folder's checks name them."""
+    folder = pathlib.Path(str(folder))
+    fields = {"tokenizer_config.json": EXPORTED_TOKENIZER_FIELD, "config.json": "model_type"}
+    found = {}
+    for name, field in fields.items():
+        try:
+            found[name] = json.loads((folder / name).read_text(encoding="utf-8")).get(field)
+        except (OSError, ValueError, AttributeError):
+            found[name] = None
+    return (found["tokenizer_config.json"] == "JiebaWordPieceTokenizer"
+            or found["config.json"] == "roformer")
+
+
 def exported_tokenizer(preprocessor, folder):
     """The preprocessor of a folder kcse exported, cutting as the encoder did.
 
@@ -35,7 +52,9 @@ def exported_tokenizer(preprocessor, folder):
     which folds full-width forms ("，" → ","); a folder exported from a
     Google-format checkpoint names `GoogleWordPieceTokenizer` or
     `JiebaWordPieceTokenizer` in `tokenizer_config.json`'s `kcse_tokenizer`,
-    and is read back with that tokenizer. Other folders keep `preprocessor`.
+    and is read back with that tokenizer (the jieba one needs jieba: a
+    `kcse.optional_packages.MissingPackageError` says so as the folder
+    loads). Other folders keep `preprocessor`.
     """
     config_path = pathlib.Path(folder) / "tokenizer_config.json"
     if not config_path.is_file():
@@ -48,11 +67,14 @@ def exported_tokenizer(preprocessor, folder):
 
     from kcse.models.google_word_piece_tokenizer import GoogleWordPieceTokenizer
     from kcse.models.wobert.jieba_word_piece_tokenizer import JiebaWordPieceTokenizer
+    from kcse.models.wobert.jieba_word_piece_tokenizer import jieba
 
     classes = {cls.__name__: cls for cls in (GoogleWordPieceTokenizer, JiebaWordPieceTokenizer)}
     if name not in classes:
         raise ValueError(f"{config_path}: {EXPORTED_TOKENIZER_FIELD} {name!r} is not one of "
                          f"{sorted(classes)}")
+    if classes[name] is JiebaWordPieceTokenizer:
+        jieba()  # Without it: one line naming the feature and its pip install.
     tokenizer = classes[name](
         vocabulary=preprocessor.tokenizer.get_vocabulary(),
         lowercase=config.get("do_lower_case", True), strip_accents=config.get("strip_accents"))

