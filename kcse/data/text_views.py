@@ -54,6 +54,7 @@ import random
 import re
 
 from kcse import digests
+from kcse import optional_packages
 from kcse.data.sentence_pairs import MalformedLineError
 from kcse.data.sentence_pairs import read_text
 
@@ -76,7 +77,7 @@ _JIEBA_READY = False
 def _jieba():
     """jieba, its dictionary loaded once without its log lines."""
     global _JIEBA_READY
-    import jieba
+    jieba = optional_packages.require("jieba", "CLEAR's text views of Chinese sentences")
 
     if not _JIEBA_READY:
         level = jieba.default_logger.level
