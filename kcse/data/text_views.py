@@ -77,7 +77,7 @@ _JIEBA_READY = False
 def _jieba():
     """jieba, its dictionary loaded once without its log lines."""
     global _JIEBA_READY
-    jieba = optional_packages.require("jieba", "CLEAR's text views of Chinese sentences")
+    jieba = optional_packages.require("jieba", "Segmenting Chinese sentences for CLEAR's text views")
 
     if not _JIEBA_READY:
         level = jieba.default_logger.level

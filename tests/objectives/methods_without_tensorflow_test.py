@@ -5,7 +5,8 @@ methods_without_tensorflow_worker.py: SimCSE, supervised SimCSE, CoSENT,
 CLEAR's text views, ConSERT (every view, the adversarial one included; its
 joint mode and its two stages with the NLI head), SG-OPT and Contrastive
 Tension each fit a batch; P1-P4 and WK pooling, whitening, BERT-flow and
-the anisotropy diagnostics run. Its numbers are checked here against the
+the anisotropy diagnostics run; CLEAR's views of a Chinese sentence name
+jieba's pip install. Its numbers are checked here against the
 authors' formulas (tests/authors_references.py, sbert_wk_reference.py,
 anisotropy_reference.py), and its adversarial view against the same model
 on this process's backend (TensorFlow in the suite).
@@ -118,3 +119,9 @@ def test_adversarial_view_on_jax_equals_this_backend(jax_run):
     np.testing.assert_allclose(jax["gradient"], gradient, rtol=1e-3, atol=1e-4 * np.abs(gradient).max())
     np.testing.assert_allclose(jax["view"], here["view"], rtol=1e-4, atol=1e-5)
     assert jax["loss"] == pytest.approx(here["loss"], rel=1e-5)
+
+
+def test_chinese_text_views_without_jieba_name_its_install(jax_run):
+    assert jax_run["chinese_views_without_jieba"] == (
+        "Segmenting Chinese sentences for CLEAR's text views needs jieba, which is not "
+        "installed: pip install jieba")

@@ -16,6 +16,7 @@ import keras_hub
 import numpy as np
 
 import kcse
+from kcse import optional_packages
 
 VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "cat", "dog", "sat",
               "ran", "the", "red", "mat", "on", "blue", "slow", "fast", "is", "was"]
@@ -134,7 +135,7 @@ def methods():
 
 
 def without_model_training():
-    """Poolings, whitening, BERT-flow and the anisotropy diagnostics."""
+    """Poolings, whitening, BERT-flow, the anisotropy diagnostics; CLEAR without jieba."""
     out = {}
     deep = encoder("wk", num_layers=6)
     features = deep.preprocessor(SENTENCES)
@@ -160,6 +161,12 @@ def without_model_training():
     z = flow(flow_vectors)
     out["flow_round_trip"] = float(np.abs(
         keras.ops.convert_to_numpy(flow.inverse(z)) - flow_vectors).max())
+    try:  # jieba is hidden: one line naming it, before any view is drawn.
+        kcse.data.text_view_pairs(["一个男人在吹一支大笛子。"], "word_deletion:0.3",
+                                  "reordering:0.3", seed=0)
+        out["chinese_views_without_jieba"] = None
+    except optional_packages.MissingPackageError as error:
+        out["chinese_views_without_jieba"] = str(error)
     x, y = fit[:8], fit[8:]
     out["alignment"] = float(kcse.evaluation.alignment(x, y))
     out["uniformity"] = float(kcse.evaluation.uniformity(x))
