@@ -83,9 +83,9 @@ def vectors(encoder, texts):
     return keras.ops.convert_to_numpy(encoder(encoder.preprocessor(list(texts)), training=False))
 
 
-def train(name, model, x, y=None, batch_size=4, optimizer=None, columns=None):
+def train(name, model, x, y=None, batch_size=4, columns=None, eagerly=True):
     """Fits `model` on the first batch (or two); what the test checks of it."""
-    model.compile(optimizer=optimizer or keras.optimizers.Adam(1e-3), run_eagerly=True)
+    model.compile(optimizer=keras.optimizers.Adam(1e-3), run_eagerly=eagerly)
     before = encoder_weights(model)
     first = None
     if columns is not None:  # The vectors of the first batch, before training.
@@ -99,8 +99,9 @@ def train(name, model, x, y=None, batch_size=4, optimizer=None, columns=None):
 
 def methods():
     layers = kcse.layers
-    # Each fits one batch of 4 samples (CT: 8 pairs), eagerly: compiling
-    # every method's train step would take minutes on two CPU cores.
+    # Each fits one batch of 4 samples (CT: 8 pairs), eagerly (compiling
+    # every method's train step would take minutes on two CPU cores) but
+    # the adversarial view, whose `jax.grad` runs in the jitted step as on a GPU.
     four, hypotheses, labels = SENTENCES[:4], HYPOTHESES[:4], np.array(NLI_LABELS[:4])
     view_a, view_b = kcse.data.text_view_pairs(four, "word_deletion:0.3", "reordering:0.3",
                                               seed=0)
@@ -118,7 +119,7 @@ def methods():
         train("consert_dropout_adversarial", kcse.ConSERT(
             encoder(dropout=0.1), mode="joint",
             views=(layers.EmbeddingDropout(0.1), layers.AdversarialPerturbation(0.1))),
-            (four, hypotheses), labels),
+            (four, hypotheses), labels, eagerly=False),
         train("sg_opt", kcse.SGOpt(encoder("cls", dropout=0.1), projection_dim=8), four),
         train("contrastive_tension", kcse.ContrastiveTension(encoder(), negatives=3),
               SENTENCES, batch_size=8),
