@@ -3,7 +3,8 @@
 Transcribed line by line from yym6472/ConSERT,
 `sentence_transformers/losses/AdvCLSoftmaxLoss.py` (`_contrastive_loss_forward`
 with `contrastive_loss_type="nt_xent"`, `hidden_norm=True`; `_reps_to_output`
-with `concatenation_sent_max_square`; the loss sum of `forward`). The authors'
+with `concatenation_sent_max_square`; the loss sum of `forward`; its
+adversarial noise). The authors'
 code, not kcse's: kcse's implementation is checked against it.
 """
 
@@ -60,6 +61,15 @@ def joint_loss(rep_a, rep_b, views_a, views_b, labels, kernel, bias, temperature
     normal = cross_entropy(nli_logits(rep_a, rep_b, kernel, bias), labels)
     contrastive = nt_xent(*views_a, temperature) + nt_xent(*views_b, temperature)
     return normal + cl_rate * contrastive
+
+
+def adversarial_noise(unnormalized_noise, noise_norm):
+    """`forward`'s adversarial noise with `do_noise_normalization`: the
+    gradient of the NLI loss w.r.t. the embedding output (detached), divided
+    by its L2 norm over the hidden size plus 1e-10, times `noise_norm`."""
+    unnormalized_noise = np.asarray(unnormalized_noise, "float64")
+    norm = np.linalg.norm(unnormalized_noise, axis=-1)
+    return noise_norm * unnormalized_noise / (norm[..., None] + 1e-10)
 
 
 def last2avg(all_layer_embeddings, attention_mask):

@@ -78,7 +78,7 @@ def _jieba():
     """jieba, its dictionary loaded once without its log lines; a
     `kcse.optional_packages.MissingPackageError` names its pip install."""
     global _JIEBA_READY
-    jieba = optional_packages.require("jieba", "the text views of Chinese sentences")
+    jieba = optional_packages.require("jieba", "Segmenting Chinese sentences for CLEAR's text views")
 
     if not _JIEBA_READY:
         level = jieba.default_logger.level

@@ -266,13 +266,14 @@ class EmbeddingDropout(ViewAugmentation):
 
 @keras.saving.register_keras_serializable(package="kcse")
 class AdversarialPerturbation(keras.layers.Layer):
-    """ConSERT's adversarial view: embeddings + ε · g / ‖g‖, token by token.
+    """ConSERT's adversarial view: embeddings + ε · g / (‖g‖ + 1e-10), token by token.
 
     g is the gradient of the supervised (NLI) loss with respect to the
     embedding output (fast gradient value), so this view needs labels:
     `kcse.ConSERT` computes g in its `"joint"` mode and passes it as
-    `gradient`; the noise is not differentiated through. Padding is never
-    perturbed. Identity when not training.
+    `gradient`; the noise is not differentiated through (ConSERT's
+    `AdvCLSoftmaxLoss.forward` detaches g and normalises it this way).
+    Padding is never perturbed. Identity when not training.
 
     Args:
         noise_norm: float. ε, the L2 norm of each token's noise.
@@ -303,8 +304,12 @@ class AdversarialPerturbation(keras.layers.Layer):
                 "loss: use it in kcse.ConSERT with mode='joint' and NLI labels."
             )
         real = ops.cast(padding_mask, embeddings.dtype)[..., None]
-        direction = ops.normalize(ops.stop_gradient(gradient), axis=-1)
-        return embeddings + self.noise_norm * direction * real, padding_mask
+        # ConSERT's g / (‖g‖ + 1e-10) (`AdvCLSoftmaxLoss.forward`), in
+        # float32, where 1e-10 is not 0 and a padding row's 0 / 1e-10 is 0.
+        gradient = ops.cast(ops.stop_gradient(gradient), "float32")
+        direction = gradient / (ops.norm(gradient, axis=-1, keepdims=True) + 1e-10)
+        noise = self.noise_norm * ops.cast(direction, embeddings.dtype)
+        return embeddings + noise * real, padding_mask
 
     def get_config(self):
         config = super().get_config()

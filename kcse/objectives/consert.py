@@ -11,6 +11,8 @@ from kcse.layers.view_augmentation import TokenShuffle
 from kcse.layers.view_specs import CONSERT_SCRIPT_VIEWS
 from kcse.layers.view_specs import view_from_spec
 from kcse.losses.nt_xent_loss import NTXentLoss
+from kcse.objectives.embedding_gradient import check_gradient_backend
+from kcse.objectives.embedding_gradient import gradient_of
 from kcse.objectives.encoder_objective import EncoderObjective
 from kcse.validation import check_count
 from kcse.validation import check_number
@@ -57,7 +59,8 @@ class ConSERT(EncoderObjective):
       with its own in-batch negatives; same data as `"sup"`.
     The adversarial view perturbs each sentence along the gradient of the
     NLI loss with respect to its embedding output, so it needs `"joint"`
-    (and the TensorFlow backend, which takes that gradient inside the step).
+    (and the TensorFlow or JAX backend, which takes that gradient inside the
+    step: `kcse.objectives.embedding_gradient`).
     ConSERT's `sup-unsup` and `joint-unsup` are a `"sup"` or `"joint"` fit
     on NLI followed by an `"unsup"` fit on the target sentences with the
     same encoder (`recipes/consert.py` does both).
@@ -148,11 +151,8 @@ class ConSERT(EncoderObjective):
                 f"loss, so it needs labelled pairs and mode='joint'; got "
                 f"mode={mode!r}."
             )
-        if self.adversarial and keras.config.backend() != "tensorflow":
-            raise ValueError(
-                "The adversarial view runs on the TensorFlow backend only; got "
-                f"{keras.config.backend()!r}."
-            )
+        if self.adversarial:
+            check_gradient_backend("ConSERT's adversarial view")
         self.views = views
         self.temperature = check_number(temperature, "temperature", above=0)
         self.mode = mode
@@ -172,17 +172,18 @@ class ConSERT(EncoderObjective):
                 from_logits=True
             )
 
-    def preprocess_samples(self, x, y=None, sample_weight=None):
-        samples = super().preprocess_samples(x, y, sample_weight)
-        if not self.adversarial:
-            return samples
-        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(samples)
-        if y is None:
-            raise ValueError(
-                "The adversarial view needs NLI labels: fit(x, y)."
-            )
-        x = dict(x, **{LABELS: y})
-        return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
+    def train_step(self, *args):
+        """Keras' step (`(data,)` on TensorFlow, `(state, data)` on JAX); with
+        the adversarial view, the batch's labels join its inputs, which `call`
+        perturbs along the gradient of the NLI loss."""
+        if self.adversarial:
+            *state, data = args
+            x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+            if y is None:
+                raise ValueError("The adversarial view needs NLI labels: fit(x, y).")
+            x = dict(x, **{LABELS: y})
+            args = (*state, keras.utils.pack_x_y_sample_weight(x, y, sample_weight))
+        return super().train_step(*args)
 
     def view(self, inputs, augmentation, training=None, gradient=None):
         """Sentence vectors of `inputs` under one augmentation (or None).
@@ -211,17 +212,16 @@ class ConSERT(EncoderObjective):
 
     def _adversarial_gradient(self, sentences, labels, training):
         """d(NLI loss)/d(embedding output) of premise-hypothesis rows."""
-        import tensorflow as tf
-
         backbone = self.encoder.backbone
         mask = sentences["padding_mask"]
         embeddings = embedding_stage(backbone, sentences, None, training)
-        with tf.GradientTape() as tape:
-            tape.watch(embeddings)
+
+        def nli_loss(embeddings):
             states = transformer_states(backbone, embeddings, mask, training)
             logits = self._nli_logits(self.encoder.pool(states, mask))
-            loss = self.classification_loss(labels, logits)
-        return tape.gradient(loss, embeddings)
+            return self.classification_loss(labels, logits)
+
+        return gradient_of(nli_loss, embeddings)
 
     def _views(self, inputs, training, labels=None):
         gradient = None

@@ -13,6 +13,9 @@ from kcse.losses.contrastive_tension_loss import ContrastiveTensionLoss
 from kcse.models.block_recomputation import recomputed_blocks
 from kcse.objectives.encoder_objective import EncoderObjective
 from kcse.objectives.encoder_objective import is_tf_dataset
+from kcse.objectives.encoder_objective import tensorflow_importable
+from kcse.objectives.token_batches import DrawnPairBatches
+from kcse.objectives.token_batches import token_arrays
 from kcse.sentence_encoder import SentenceEncoder
 from kcse.validation import check_count
 from kcse.validation import check_texts
@@ -231,13 +234,14 @@ class ContrastiveTension(EncoderObjective):
             axis=1,
         )
 
-    def pair_dataset(self, sentences, batch_size=16, steps_per_epoch=None):
-        """The batches `fit` trains on: `((first, second), labels)` strings.
+    def pair_draws(self, sentences, batch_size=16, steps_per_epoch=None):
+        """`(draw, rows)`: the pairs of every epoch `fit` trains on, as indices.
 
-        Every iteration (every epoch) draws `steps_per_epoch` new batches of
-        `batch_size` pairs from one `numpy.random.RandomState`, seeded here
-        by `random.randrange(2**32)`; see `contrastive_tension_pairs`.
-        `steps_per_epoch` defaults to `ceil(len(sentences) / batch_size)`.
+        Each call of `draw()` draws one epoch, `rows = steps_per_epoch *
+        batch_size` pairs `(first, second, labels)` of
+        `contrastive_tension_pairs`, from one `numpy.random.RandomState`,
+        seeded here by `random.randrange(2**32)`. `steps_per_epoch`
+        defaults to `ceil(len(sentences) / batch_size)`.
         """
         sentences = check_texts(sentences, "x")
         batch_size = check_count(batch_size, "batch_size")
@@ -260,9 +264,16 @@ class ContrastiveTension(EncoderObjective):
         rows = steps_per_epoch * batch_size
         rng = np.random.RandomState(random.randrange(2**32))
         count, groups, negatives = len(sentences), rows // group, self.negatives
+        return lambda: contrastive_tension_pairs(count, groups, negatives, rng), rows
+
+    def pair_dataset(self, sentences, batch_size=16, steps_per_epoch=None):
+        """The batches `fit` trains on with TensorFlow: a `tf.data.Dataset`
+        of `((first, second), labels)` strings, each iteration (epoch) a new
+        draw of `pair_draws`."""
+        draw, rows = self.pair_draws(sentences, batch_size, steps_per_epoch)
 
         def epoch():
-            yield contrastive_tension_pairs(count, groups, negatives, rng)
+            yield draw()
 
         import tensorflow as tf
 
@@ -284,7 +295,10 @@ class ContrastiveTension(EncoderObjective):
 
         `x` is an in-memory list of strings; `batch_size` counts sentence
         pairs (a multiple of `negatives + 1`); an epoch is
-        `steps_per_epoch` batches, drawn afresh (`pair_dataset`). `shuffle`
+        `steps_per_epoch` batches, drawn afresh (`pair_draws`: strings in a
+        `tf.data.Dataset`, `pair_dataset`, where TensorFlow can be imported;
+        else the sentences are tokenised once and the pairs gathered as
+        numpy token arrays, `token_batches.DrawnPairBatches`). `shuffle`
         is ignored: every batch is drawn at random. Other arguments are
         `keras.Model.fit`'s.
         """
@@ -301,7 +315,14 @@ class ContrastiveTension(EncoderObjective):
         check_count(kwargs.get("epochs", 1), "epochs")
         kwargs.pop("shuffle", None)
         sentences = check_texts(x, "x")
-        dataset = self.pair_dataset(sentences, batch_size, steps_per_epoch)
+        if tensorflow_importable():
+            batches = self.pair_dataset(sentences, batch_size, steps_per_epoch)
+        else:  # Tokenised once, as `EncoderObjective.fit` does without TensorFlow.
+            draw, _ = self.pair_draws(sentences, batch_size, steps_per_epoch)
+            batches = DrawnPairBatches(
+                token_arrays(self.preprocessor, sentences), draw, batch_size,
+                self._batch_lengths(),
+            )
         # Truncation warning, multi-process checks and the used token ids.
         _, used_ids = self._check_in_memory(sentences, batch_size)
         self.twin_encoder.train_used_layers_only()
@@ -312,7 +333,7 @@ class ContrastiveTension(EncoderObjective):
                 context.enter_context(
                     _without_dropout(self.encoder.backbone, self.twin_encoder.backbone)
                 )
-            return self._fit_batches(dataset, None, None, used_ids, callbacks, **kwargs)
+            return self._fit_batches(batches, None, None, used_ids, callbacks, **kwargs)
 
     def get_config(self):
         config = super().get_config()

@@ -17,6 +17,7 @@ from kcse.models.embedding_lookup import token_embedding
 from kcse.objectives.embedding_rows import EmbeddingRows
 from kcse.objectives.embedding_rows import separable_optimizer
 from kcse.objectives.embedding_rows import variable_scope
+from kcse.objectives.token_batches import DrawnPairBatches
 from kcse.objectives.token_batches import TokenBatches
 from kcse.objectives.token_batches import token_arrays
 from kcse.training_stops import StopOnInterrupt
@@ -445,8 +446,8 @@ class EncoderObjective(keras_hub.models.Task):
                 # step a second time (about a third of a small model's fit).
                 with variable_scope(self):
                     optimizer.build(self.trainable_variables)
-            if isinstance(x, TokenBatches):  # Tokenised: keras-hub's fit would map
-                return keras.Model.fit(  # the preprocessor over them.
+            if isinstance(x, (TokenBatches, DrawnPairBatches)):  # Tokenised: keras-hub's
+                return keras.Model.fit(  # fit would map the preprocessor over them.
                     self, x, shuffle=False, callbacks=callbacks, **kwargs
                 )
             return super().fit(

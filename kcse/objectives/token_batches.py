@@ -10,6 +10,8 @@ same data (the same last batch left out, the same padded lengths, orders
 drawn the same way), but for one thing: Keras reads the first batch of a
 `tf.data` pipeline once before training, which draws an order of its own,
 so with `shuffle` a seed gives other orders with and without TensorFlow.
+`DrawnPairBatches` does the same for `kcse.objectives.ContrastiveTension`,
+whose pairs are drawn afresh every epoch.
 """
 
 import random
@@ -134,3 +136,55 @@ class TokenBatches(keras.utils.PyDataset):
 
     def on_epoch_end(self):
         self.order = self.next_order()
+
+
+class DrawnPairBatches(keras.utils.PyDataset):
+    """Batches of sentence pairs drawn afresh every epoch, as token arrays.
+
+    `kcse.objectives.ContrastiveTension`'s batches without TensorFlow: the
+    pairs of `ContrastiveTension.pair_draws`, batch after batch in the
+    order drawn, each `(x, labels)` with `x` token arrays `(batch, 2,
+    length)` (the first sentence of each pair, then the second).
+
+    Args:
+        tokens: a dict of token arrays `(sentences, length)`.
+        draw: a function giving one epoch's `(first, second, labels)`:
+            indices into the sentences and a label per pair.
+        batch_size: int. An epoch is `len(labels) // batch_size` batches.
+        lengths: the padded lengths of batches (see `trimmed_tokens`).
+
+    Example:
+    ```python
+    import numpy as np
+    from kcse.objectives.token_batches import DrawnPairBatches
+
+    tokens = {"token_ids": np.arange(30).reshape(3, 10) + 1,
+              "padding_mask": np.arange(10) < np.array([[3], [4], [2]])}
+    draw = lambda: (np.array([0, 1]), np.array([0, 2]), np.array([1.0, 0.0]))
+    batches = DrawnPairBatches(tokens, draw, batch_size=2)
+    x, labels = batches[0]
+    assert x["token_ids"].shape == (2, 2, 8)  # 4 tokens at most: padded to 8
+    assert (x["token_ids"][1, 1] == tokens["token_ids"][2, :8]).all()
+    ```
+    """
+
+    def __init__(self, tokens, draw, batch_size, lengths=None):
+        super().__init__()
+        self.tokens = {key: np.asarray(value) for key, value in tokens.items()}
+        self.draw = draw
+        self.batch_size = batch_size
+        self.lengths = lengths
+        self.pairs = draw()
+
+    def __len__(self):
+        return len(self.pairs[2]) // self.batch_size
+
+    def __getitem__(self, index):
+        rows = slice(index * self.batch_size, (index + 1) * self.batch_size)
+        first, second, labels = (column[rows] for column in self.pairs)
+        x = {key: np.stack([value[first], value[second]], axis=1)
+             for key, value in self.tokens.items()}
+        return trimmed_tokens(x, self.lengths), labels
+
+    def on_epoch_end(self):
+        self.pairs = self.draw()

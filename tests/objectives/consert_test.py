@@ -242,17 +242,21 @@ def test_config_round_trip():
     assert restored.views[1].rate == 0.3
 
 
-def test_adversarial_perturbation_has_norm_epsilon_on_real_tokens():
+def test_adversarial_perturbation_equals_consert_noise_on_real_tokens():
+    """Reference: ConSERT's `AdvCLSoftmaxLoss.forward` (tests/consert_reference.py),
+    whose 1e-10 shows on a token with a gradient of norm 1e-9."""
     view = kcse.layers.AdversarialPerturbation(noise_norm=0.5)
     embeddings = np.random.default_rng(0).normal(size=(2, 4, 6)).astype("float32")
     gradient = np.random.default_rng(1).normal(size=(2, 4, 6)).astype("float32")
+    gradient[1, 1] *= 1e-9 / np.linalg.norm(gradient[1, 1])
     mask = np.array([[1, 1, 1, 0], [1, 1, 0, 0]])
     out, out_mask = view(embeddings, mask, gradient=gradient, training=True)
     noise = np.asarray(out) - embeddings
     real = mask.astype(bool)
-    np.testing.assert_allclose(np.linalg.norm(noise[real], axis=-1), 0.5, rtol=1e-5)
-    expected = gradient[real] / np.linalg.norm(gradient[real], axis=-1, keepdims=True)
-    np.testing.assert_allclose(noise[real], 0.5 * expected, atol=1e-6)
+    expected = consert_reference.adversarial_noise(gradient, 0.5)
+    np.testing.assert_allclose(noise[real], expected[real], atol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(noise[real], axis=-1),
+                               [0.5] * 4 + [0.5 / 1.1], rtol=1e-5)
     assert (noise[~real] == 0).all()
     np.testing.assert_array_equal(out_mask, mask)
     np.testing.assert_array_equal(view(embeddings, mask, training=False)[0], embeddings)

@@ -20,6 +20,7 @@ from conftest import TINY_SENTENCES as SENTENCES
 from conftest import tiny_bert
 from conftest import tiny_preprocessor
 from kcse.objectives.contrastive_tension import contrastive_tension_pairs
+from kcse.objectives.token_batches import DrawnPairBatches
 
 NEGATIVES = 3  # K; a group is 1 positive + 3 negative pairs.
 BATCH = 8  # Two groups per batch.
@@ -89,6 +90,38 @@ def test_batches_of_two_epochs_equal_the_authors():
     assert [b[0][0].numpy().tolist() for b in again] == [
         b[0][0].numpy().tolist() for b in same
     ]
+
+
+def test_token_pair_batches_are_the_datasets_pairs_tokenised():
+    """Without TensorFlow `fit` gathers the same draws (`pair_draws`) from
+    token arrays (`DrawnPairBatches`): each batch is the tokens of the
+    `tf.data` batch's strings, cut to the same padded length, a new draw
+    every epoch, as the authors' (tests/contrastive_tension_reference.py)."""
+    model = make_ct()
+    random.seed(5)
+    dataset = model.pair_dataset(SENTENCES, batch_size=BATCH, steps_per_epoch=3)
+    random.seed(5)
+    draw, rows = model.pair_draws(SENTENCES, batch_size=BATCH, steps_per_epoch=3)
+    tokens = {key: np.asarray(value) for key, value in model.preprocessor(SENTENCES).items()}
+    batches = DrawnPairBatches(tokens, draw, BATCH)
+    assert rows == 3 * BATCH and len(batches) == 3
+    rng = np.random.RandomState(authors_seed(5))
+    for _ in range(2):
+        expected = fit_batches(
+            *generate_training_samples(rng, len(SENTENCES), 3 * BATCH // 4, NEGATIVES),
+            batch_size=BATCH,
+        )
+        for index, ((first, second), labels) in enumerate(dataset):
+            x, got_labels = batches[index]
+            np.testing.assert_array_equal(got_labels, expected[index][2])
+            np.testing.assert_array_equal(got_labels, labels.numpy())
+            for column, texts in enumerate((first, second)):
+                packed = model.preprocessor(texts)
+                length = x["token_ids"].shape[-1]
+                assert length % 8 == 0 and np.asarray(packed["padding_mask"])[:, length:].sum() == 0
+                np.testing.assert_array_equal(
+                    x["token_ids"][:, column], np.asarray(packed["token_ids"])[:, :length])
+        batches.on_epoch_end()
 
 
 def test_one_step_loss_equals_the_authors_on_both_models_vectors():

@@ -9,15 +9,16 @@ import sys
 import numpy as np
 import pytest
 
+import tensorflow_free
+
 WORKER = pathlib.Path(__file__).parent / "without_tensorflow_worker.py"
 
 
-def run_worker(*flags):
-    run = subprocess.run(
-        [sys.executable, str(WORKER), *flags],
-        env=dict(os.environ, KERAS_BACKEND="jax"),
-        capture_output=True, text=True, timeout=600,
-    )
+def run_worker(without_tensorflow=False):
+    env = (tensorflow_free.environment() if without_tensorflow
+           else dict(os.environ, KERAS_BACKEND="jax"))
+    run = subprocess.run([sys.executable, str(WORKER)], env=env,
+                         capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     return json.loads(run.stdout.strip().splitlines()[-1])
 
@@ -25,7 +26,7 @@ def run_worker(*flags):
 @pytest.mark.large
 def test_three_simcse_steps_without_tensorflow_equal_those_with_it():
     pytest.importorskip("jax")
-    without = run_worker("--without-tensorflow")
+    without = run_worker(without_tensorflow=True)
     normal = run_worker()
     assert not without["tensorflow_importable"] and not without["tensorflow_imported"]
     assert normal["tensorflow_importable"]

@@ -1,22 +1,15 @@
 """kcse on JAX, three SimCSE steps on token ids (run by without_tensorflow_test.py).
 
-With `--without-tensorflow`, `import tensorflow` (and tensorflow_text,
-tensorflow_datasets) raises ModuleNotFoundError in this process and
+Run in `tests/tensorflow_free.environment()`, `import tensorflow` (and
+tensorflow_text, jieba & co.) raises ModuleNotFoundError in this process and
 `importlib.util.find_spec` finds none of them, as on a machine where
 TensorFlow is not installed. Prints one JSON line.
 """
 
 import json
 import os
-import pathlib
 import sys
 
-if "--without-tensorflow" in sys.argv:
-    # The GPU benchmark's import finder, blind to TensorFlow's packages.
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "benchmarks"))
-    from gpu import WithoutTensorFlow
-
-    WithoutTensorFlow.install()
 os.environ["KERAS_BACKEND"] = "jax"
 
 import keras  # noqa: E402

@@ -1,0 +1,127 @@
+"""Every method on JAX where TensorFlow, tensorflow-text, jieba & co. cannot be imported.
+
+One subprocess (`tests/tensorflow_free.run`, as on the GPU machine) runs
+methods_without_tensorflow_worker.py: SimCSE, supervised SimCSE, CoSENT,
+CLEAR's text views, ConSERT (every view, the adversarial one included; its
+joint mode and its two stages with the NLI head), SG-OPT and Contrastive
+Tension each fit a batch; P1-P4 and WK pooling, whitening, BERT-flow and
+the anisotropy diagnostics run; CLEAR's views of a Chinese sentence name
+jieba's pip install. Its numbers are checked here against the
+authors' formulas (tests/authors_references.py, sbert_wk_reference.py,
+anisotropy_reference.py), and its adversarial view against the same model
+on this process's backend (TensorFlow in the suite).
+"""
+
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+import anisotropy_reference
+import authors_references
+import methods_without_tensorflow_worker as worker
+import sbert_wk_reference
+import tensorflow_free
+
+WORKER = pathlib.Path(worker.__file__)
+METHODS = {
+    "simcse", "supervised_simcse", "cosent", "clear", "consert_feature_span_cutoff",
+    "consert_dropout_adversarial", "sg_opt", "contrastive_tension", "consert_stage_sup",
+    "consert_stage_unsup_shuffle_token_cutoff",
+}
+
+
+@pytest.fixture(scope="module")
+def jax_run():
+    run = tensorflow_free.run([str(WORKER)])
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def test_every_method_trains_on_jax_without_tensorflow(jax_run):
+    assert jax_run["backend"] == "jax" and not jax_run["tensorflow_imported"]
+    assert set(jax_run["methods"]) == METHODS
+    for name, result in jax_run["methods"].items():
+        assert result["losses"] and np.all(np.isfinite(result["losses"])), name
+        assert result["moved"] > 1e-5, name  # The step trained the encoder.
+
+
+@pytest.mark.parametrize("name,reference", [
+    # Dropout 0: SimCSE's two views of a sentence are the same vector.
+    ("simcse", lambda v: authors_references.bojone_simcse_loss(np.stack([v[0], v[0]], 1))),
+    ("clear", lambda v: authors_references.bojone_simcse_loss(np.stack(v, 1))),
+    ("supervised_simcse", lambda v: authors_references.princeton_simcse_loss(np.stack(v, 1))),
+    ("cosent", lambda v: authors_references.bojone_cosent_loss(
+        worker.SCORES[:4], np.stack(v, 1))),
+])
+def test_first_step_loss_equals_the_authors(jax_run, name, reference):
+    """Reference: bojone/SimCSE, princeton-nlp/SimCSE and bojone/CoSENT
+    (tests/authors_references.py) on the batch's vectors before the step."""
+    result = jax_run["methods"][name]
+    vectors = [np.asarray(column) for column in result["first_batch"]]
+    assert result["losses"][0] == pytest.approx(reference(vectors), rel=1e-4)
+
+
+def test_poolings_equal_their_definitions(jax_run):
+    """Reference: the SBERT-WK authors' `dissecting` (tests/sbert_wk_reference.py);
+    P1, P3 and P4 as Su Jianlin's: the last layer's [CLS], its mean over real
+    tokens, and the mean of that and of block 1's."""
+    states = [np.asarray(s, "float64") for s in jax_run["hidden_states"]]
+    mask = np.asarray(jax_run["padding_mask"])
+    weights = mask[..., None] / mask.sum(axis=1)[:, None, None]
+    expected = {
+        "P1": states[-1][:, 0],
+        "P3": (states[-1] * weights).sum(axis=1),
+        "P4": ((states[1] + states[-1]) * weights).sum(axis=1) / 2,
+        "wk": sbert_wk_reference.dissecting(np.stack(states, axis=1), mask),
+    }
+    for pooling, vectors in expected.items():
+        np.testing.assert_allclose(jax_run[pooling], vectors, rtol=1e-4, atol=1e-5,
+                                   err_msg=pooling)
+    pooler = np.asarray(jax_run["P2"])
+    assert pooler.shape == (8, 8) and np.all(np.abs(pooler) <= 1)  # tanh
+
+
+def test_whitening_equals_bojone(jax_run):
+    """Reference: bojone/BERT-whitening's `compute_kernel_bias` and cosines."""
+    fit = np.asarray(jax_run["whitening_fit"])
+    whitened = np.asarray(jax_run["whitened"], "float64")
+    cosines, _ = authors_references.bojone_whitened_cosines(fit, fit[:8], fit[8:])
+    a, b = whitened[:8], whitened[8:]
+    got = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    np.testing.assert_allclose(got, cosines, atol=1e-4)
+
+
+def test_bert_flow_fits_and_inverts(jax_run):
+    before, after = jax_run["flow_nats_before_after"]
+    assert np.isfinite(jax_run["flow_loss"]) and after < before
+    assert jax_run["flow_round_trip"] < 1e-3
+
+
+def test_anisotropy_diagnostics_equal_wang_and_isola(jax_run):
+    """Reference: Wang & Isola's `align_loss` / `uniform_loss` on normalised
+    vectors (tests/anisotropy_reference.py)."""
+    fit = anisotropy_reference.normalize(jax_run["whitening_fit"])
+    x, y = fit[:8], fit[8:]
+    assert jax_run["alignment"] == pytest.approx(anisotropy_reference.align_loss(x, y), rel=1e-5)
+    assert jax_run["uniformity"] == pytest.approx(anisotropy_reference.uniform_loss(x), rel=1e-5)
+
+
+def test_adversarial_view_on_jax_equals_this_backend(jax_run):
+    """The same ConSERT (fixed weights, no dropout) and batch here: the NLI
+    loss's gradient w.r.t. the embedding output, the perturbed view and the
+    joint loss equal JAX's (`jax.grad` there, `tf.GradientTape` on TensorFlow)."""
+    here = worker.adversarial_step(worker.adversarial_consert())
+    jax = jax_run["adversarial_step"]
+    gradient = np.asarray(here["gradient"])
+    assert np.abs(gradient).max() > 1e-4  # A gradient worth comparing.
+    np.testing.assert_allclose(jax["gradient"], gradient, rtol=1e-3, atol=1e-4 * np.abs(gradient).max())
+    np.testing.assert_allclose(jax["view"], here["view"], rtol=1e-4, atol=1e-5)
+    assert jax["loss"] == pytest.approx(here["loss"], rel=1e-5)
+
+
+def test_chinese_text_views_without_jieba_name_its_install(jax_run):
+    assert jax_run["chinese_views_without_jieba"] == (
+        "Segmenting Chinese sentences for CLEAR's text views needs jieba, which is not "
+        "installed: pip install jieba")
