@@ -121,6 +121,9 @@ def argument_parser():
         "later than this after the start")
     add("--json", help="write every figure to this file")
     add("--logs", help="keep each stack's stderr in this folder (one file a stack)")
+    add("--from-json", metavar="FILE", help="measure nothing: summarise, project and check "
+        "the targets again from the runs an earlier --json holds (e.g. a GPU run's, after "
+        "the projection changed)")
     add("--tiny", action="store_true", help="2 layers, hidden 64, vocabulary 1000, batch 8, "
         "lengths 16,32, 4 steps, 1 run, a 200-sentence cell: a smoke run")
     # Internal: a measuring process.
@@ -346,10 +349,32 @@ def assemble(report, args, device, stacks, runs, cached):
 
 
 
+def report_again(args):
+    """The report of the runs in `args.from_json`, assembled again by this code."""
+    with open(args.from_json, encoding="utf-8") as file:
+        saved = json.load(file)
+    measured = argparse.Namespace(**{**vars(args), **saved["arguments"]})
+    stacks = list(saved["stacks"])
+    runs = {stack: saved["stacks"][stack]["runs"] for stack in stacks}
+    cached = {stack: saved["stacks"][stack]["first_steps_only_runs"] for stack in stacks
+              if saved["stacks"][stack]["first_steps_only_runs"]}
+    report = {name: saved[name] for name in (
+        "complete", "skipped_stacks", "failed_stacks", "arguments", "device")}
+    report["stacks"] = {}
+    assemble(report, measured, saved["device"], stacks, runs, cached)
+    if args.json:
+        write_json(args.json, report)
+    from gpu_report import print_report
+    print_report(report, measured)
+
+
 def main():
     args = parse_args()
     if args.worker:
         run_worker(args)
+        return
+    if args.from_json:
+        report_again(args)
         return
     began = time.monotonic()
     folder = tempfile.mkdtemp(prefix="kcse-gpu-bench-")

@@ -20,14 +20,28 @@ SHAPES = {
     # --tiny's own model (not Su's SimBERT-tiny).
     "smoke": dict(layers=2, hidden=64, heads=2, intermediate=128),
 }
-# Su's models (bojone/SimCSE) and their shapes.
+# Su's eight models (bojone/SimCSE; kcse.models.model_sources.SU_CHECKPOINTS)
+# and their shapes. NEZHA (relative positions) and RoFormer (rotary ones)
+# are counted as BERT-base, whose matrix products they share.
 GRID_MODELS = {
     "BERT": "base",
     "RoBERTa": "base",
+    "NEZHA": "base",
+    "WoBERT": "base",
+    "RoFormer": "base",
     "SimBERT": "base",
     "SimBERT-small": "small",
     "SimBERT-tiny": "tiny",
 }
+# WoBERT and RoFormer have no pooler: no P2 cells ("-" in Su's tables).
+WITHOUT_POOLER = ("WoBERT", "RoFormer")
+
+
+def grid_poolings(model):
+    """The poolings of `model`'s cells in Su's grid."""
+    return ("P1", "P3", "P4") if model in WITHOUT_POOLER else ("P1", "P2", "P3", "P4")
+
+
 VOCABULARY = 21128  # Chinese BERT's.
 MAX_POSITIONS = 512
 ATTENTION_DROPOUT = 0.1  # keras-hub BertBackbone's `dropout` default.

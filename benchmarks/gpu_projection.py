@@ -1,14 +1,15 @@
 """`benchmarks/gpu.py`'s projection of Su Jianlin's full Chinese SimCSE grid from measured figures.
 
-Models BERT, RoBERTa, SimBERT (base), SimBERT-small, SimBERT-tiny x poolings
-P1-P4 x tasks ATEC, BQ, LCQMC, PAWSX, STS-B, under kcse's "su" protocol
+Su's eight models (BERT, RoBERTa, NEZHA, WoBERT, RoFormer, SimBERT base,
+small and tiny) x poolings P1-P4 (no P2 for WoBERT and RoFormer, which have
+no pooler) x tasks ATEC, BQ, LCQMC, PAWSX, STS-B, under kcse's "su" protocol
 (`kcse.experiments.protocols`: 10,000 training sentences a cell, PAWSX all of
 them at length 128) and split sizes (`kcse.data.chinese.SPLIT_SIZES`).
 """
 
 import math
 
-from gpu_common import GRID_MODELS, forward_flops, key, step_flops
+from gpu_common import GRID_MODELS, forward_flops, grid_poolings, key, step_flops
 
 # Encoding pads each batch to a power of two of at least this (kcse's
 # `batched_prediction.COARSE_MIN_LENGTH` under JAX; not imported, it would
@@ -52,7 +53,7 @@ def cell_plans():
 def grid_cells():
     from kcse.data.chinese import SPLIT_SIZES
 
-    return len(GRID_MODELS) * 4 * len(SPLIT_SIZES)
+    return sum(len(grid_poolings(model)) for model in GRID_MODELS) * len(SPLIT_SIZES)
 
 
 class Figures:
@@ -110,7 +111,7 @@ class Figures:
 
 def cell_compile_seconds(figures, stack, model, shape, length, programs, label, seen,
                          unique_train):
-    """(seconds, seconds if train programs repeated) compiling one model x task's 4 cells.
+    """(seconds, seconds if train programs repeated) compiling one model x task's cells.
 
     A program seen before in the grid (`seen`, updated) costs the `label`
     figure ("cached": read back from the persistent cache), a new one the
@@ -122,14 +123,14 @@ def cell_compile_seconds(figures, stack, model, shape, length, programs, label, 
         again = figures.compile_seconds(shape, length, "first_encode_s", label)
         padded_lengths = [2**i for i in range(4, 10)
                           if ENCODE_MIN_LENGTH <= 2**i < length] + [length]
-        for pooling in ("every", "P1", "P2", "P3", "P4"):
+        for pooling in ("every", *grid_poolings(model)):
             for padded in padded_lengths:
                 cost = again if (model, pooling, padded) in seen else fresh
                 seen.add((model, pooling, padded))
                 total, ideal = total + cost, ideal + cost
     fresh = figures.compile_seconds(shape, length, "first_step_s", "fresh")
     again = figures.compile_seconds(shape, length, "first_step_s", label)
-    for pooling in ("P1", "P2", "P3", "P4"):
+    for pooling in grid_poolings(model):
         program = (model, pooling, length, "train")
         repeat = again if program in seen else fresh
         seen.add(program)
@@ -148,9 +149,10 @@ def grid_seconds(figures, stack, label, train_programs, unique_train):
             step = figures.step_seconds(shape, length)
             if step is None:
                 return None
-            total["train"] += 4 * plan["steps"] * step
+            cells = len(grid_poolings(model))
+            total["train"] += cells * plan["steps"] * step
             total["encode"] += (figures.encode_seconds(shape, length, plan["raw_encoded"])
-                                + 4 * figures.encode_seconds(shape, length, plan["test_encoded"]))
+                                + cells * figures.encode_seconds(shape, length, plan["test_encoded"]))
             if label is not None:
                 programs = train_programs or plan["train_shapes"]
                 compiled, ideal = cell_compile_seconds(

@@ -146,7 +146,7 @@ def print_first_steps(report, names):
     print("\nseconds to the first step (compilation included), fresh / from the cache "
           "(kcse: JAX persistent cache; torch.compile: inductor cache; HF eager: no compiler, "
           "a second process); first encoded batch in ()")
-    print(f"{'':<24}" + "".join(f"{STACK_LABELS[stack]:>26}" for stack in ran))
+    print(f"{'':<24}" + "".join(f"{STACK_LABELS[stack]:>30}" for stack in ran))
     for name in names:
         row = f"{name:<24}"
         for stack in ran:
@@ -157,13 +157,15 @@ def print_first_steps(report, names):
                 encode = entry.get("first_encode_s", {}).get(label)
                 parts.append("-" if step is None else f"{step:.3g}" + (
                     "" if encode is None else f" ({encode:.2g})"))
-            row += f"{' / '.join(parts):>26}"
+            row += f"{' / '.join(parts):>30}"
         print(row)
 
 
 def print_projection(projection, cell, args):
-    print(f"\nprojection of Su's full grid ({projection['cells']} cells: 8 checkpoints as "
-          f"{len(projection['models'])} shapes x P1-P4 x {', '.join(projection['tasks'])}; "
+    shapes = len(set(projection["models"].values()))
+    print(f"\nprojection of Su's full grid ({projection['cells']} cells: "
+          f"{len(projection['models'])} checkpoints as {shapes} shapes x P1-P4, no P2 without "
+          f"a pooler, x {', '.join(projection['tasks'])}; "
           f"protocol 'su'; {projection['precision']}), minutes:")
     if cell:
         print(f"  kcse, one STS-B cell measured: {cell['sentences']} sentences (mean "

@@ -16,6 +16,9 @@ import pytest
 
 import tensorflow_free
 
+from kcse.experiments.published import SU_MODELS
+from kcse.experiments.published import SU_SIMCSE_TABLE
+
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 BENCHMARKS = REPO_ROOT / "benchmarks"
 SCRIPT = BENCHMARKS / "gpu.py"
@@ -122,7 +125,11 @@ def test_tiny_run_counts_a_cells_train_programs_and_projects_the_grid(tiny_repor
     assert cell["traced_shapes"] == [[64, 64], [8, 64]]
     assert cell["train_programs"] == 2
     projection = report["projection"]
-    assert projection["cells"] == 100
+    # Su's published table (kcse.experiments.published, from his article):
+    # every cell that has numbers there, P2 of WoBERT and RoFormer being "-".
+    published = [cell for cell in SU_SIMCSE_TABLE.values() if cell is not None]
+    assert projection["cells"] == len(published)
+    assert sorted(projection["models"]) == sorted(SU_MODELS)
     assert projection["cell_plans"]["ATEC"]["steps"] == 157  # 10,000 sentences at 64
     assert projection["cell_plans"]["PAWSX"]["training_sentences"] == 106_802
     kcse_minutes = projection["stacks"]["kcse"]["minutes"]
