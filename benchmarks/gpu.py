@@ -354,7 +354,7 @@ def report_again(args):
     with open(args.from_json, encoding="utf-8") as file:
         saved = json.load(file)
     measured = argparse.Namespace(**{**vars(args), **saved["arguments"]})
-    stacks = list(saved["stacks"])
+    stacks = [stack for stack in STACKS if stack in saved["stacks"]]  # JSON sorts them.
     runs = {stack: saved["stacks"][stack]["runs"] for stack in stacks}
     cached = {stack: saved["stacks"][stack]["first_steps_only_runs"] for stack in stacks
               if saved["stacks"][stack]["first_steps_only_runs"]}

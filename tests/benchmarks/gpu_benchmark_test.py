@@ -137,3 +137,23 @@ def test_tiny_run_counts_a_cells_train_programs_and_projects_the_grid(tiny_repor
     assert finite_positive(projection["stacks"]["hf_eager"]["minutes"]["total"])
     held = {check["target"]: check["holds"] for check in report["targets"]}
     assert held["kcse train programs in one STS-B cell"] is True
+
+
+def test_from_json_reports_an_earlier_run_again(tiny_report, tmp_path):
+    # --from-json measures nothing: from the tiny run's JSON it gives the same
+    # summaries, projection and targets, and the same table.
+    stdout, report = tiny_report
+    saved = tmp_path / "run.json"
+    saved.write_text(json.dumps(report))
+    again = tmp_path / "again.json"
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--from-json", str(saved), "--json", str(again)],
+        capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    redone = json.loads(again.read_text())
+    for part in ("projection", "targets", "peak", "runs_completed"):
+        assert redone[part] == report[part], part
+    for stack, entry in report["stacks"].items():
+        assert redone["stacks"][stack]["summary"] == entry["summary"], stack
+    table = stdout[stdout.index("training step per stack"):]
+    assert result.stdout[result.stdout.index("training step per stack"):] == table
