@@ -313,6 +313,13 @@ def test_consert_defaults_are_its_scripts(tmp_path):
          "view 'feature_cutoff:much': the rate must be a finite number >= 0 and < 1; got 'much'"),
         (["--views", "shuffle"], "ConSERT takes two views; got 1"),
         (["--mode", "sup", "--nli", "/no/such.jsonl"], "/no/such.jsonl"),
+        # The adversarial view needs the NLI loss of --mode joint (ConSERT's
+        # AdvCLSoftmaxLoss), in every stage --views sets.
+        (["--views", "adversarial:1.0,shuffle"],
+         "--views adversarial:1.0,shuffle: the adversarial view takes the gradient of the "
+         "NLI loss, which only --mode joint has (not --mode unsup)"),
+        (["--views", "none,adversarial", "--mode", "joint-unsup", "--nli", "/no/such.jsonl"],
+         "only --mode joint has (not --mode joint-unsup)"),
     ],
 )
 def test_consert_recipe_refuses_bad_arguments(arguments, message, capsys):

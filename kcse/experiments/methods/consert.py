@@ -186,6 +186,13 @@ class ConSERTMethod(Method):
 
     @classmethod
     def check_arguments(cls, args):
+        adversarial = [view for view in args.views or () if split_view(view)[0] == "adversarial"]
+        if adversarial and args.mode != "joint":
+            # --views sets every stage's views: an unsup stage has no NLI loss.
+            raise arguments.UsageError(
+                f"--views {','.join(args.views)}: the adversarial view takes the gradient "
+                f"of the NLI loss, which only --mode joint has (not --mode {args.mode}): give "
+                "--mode joint --nli FILE, or other views")
         if args.mode != "unsup" and args.nli is None:
             raise arguments.UsageError(f"--mode {args.mode} trains on NLI pairs: give --nli FILE")
 
