@@ -376,3 +376,19 @@ def test_simcse_flags_build_the_objective_they_record():
     encoder = kcse.SentenceEncoder(encoder.backbone, tiny_preprocessor(), pooling="cls")
     assert mlm.encoder_problem(encoder) is None
     assert mlm.objective(encoder, protocols.PROTOCOLS["su"]).mlm_weight == 0.1
+
+
+def test_sup_simcse_recipe_refuses_nli_pairs_that_make_no_triplet(tmp_path, capsys):
+    # princeton-nlp/SimCSE's triplets pair a premise's entailment with a
+    # contradiction of the same premise: pairs without one give none.
+    nli = tmp_path / "nli.jsonl"
+    nli.write_text("".join(
+        json.dumps({"sentence1": premise, "sentence2": hypothesis, "gold_label": label}) + "\n"
+        for premise, hypothesis, label in [("A", "a+", "entailment"), ("B", "b-", "contradiction"),
+                                           ("C", "c~", "neutral")]), encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_info:
+        recipe("sup_simcse").main(["--nli", str(nli), "--output", str(tmp_path / "out")])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"--nli {nli}: no triplet: no premise has both an entailment and a contradiction" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()

@@ -113,6 +113,11 @@ class SupervisedSimCSEMethod(Method):
     @classmethod
     def from_args(cls, args, rematerialize=False):
         triplets = nli_triplets(args.nli) if args.nli else None
+        if triplets is not None and not triplets.anchors:
+            raise arguments.UsageError(
+                f"--nli {args.nli}: no triplet: no premise has both an entailment and a "
+                "contradiction hypothesis (supervised SimCSE pairs them, as "
+                "princeton-nlp/SimCSE's NLI data does)")
         return cls(triplets, args.hard_negative_weight, rematerialize)
 
     def objective(self, encoder, protocol):
