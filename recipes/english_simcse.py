@@ -89,6 +89,11 @@ def parse_args(argv=None):
         args = parser.parse_args(argv)
         check_backend()
         args.model = args.model or default_model()
+        if args.model.endswith(".keras") and pathlib.Path(args.model).is_file():
+            raise arguments.UsageError(
+                f"--model {args.model}: a saved kcse encoder; this recipe starts from a "
+                "keras-hub preset or a model folder: train it with `kcse train --model "
+                f"{args.model}`")
         check_model(args.model, "--model")
         arguments.check_input_folder(args.data_dir, "--data-dir")
         for split in ("train", "dev", "test"):

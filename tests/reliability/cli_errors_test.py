@@ -265,6 +265,10 @@ RECIPE_CASES = {
     ],
     "english_simcse": [
         (["--epochs", "0"], ["--epochs", ">= 1"]),
+        (["--model", "{f}/corrupt.keras"],
+         ["--model {f}/corrupt.keras: a saved kcse encoder; this recipe starts from a "
+          "keras-hub preset or a model folder: train it with `kcse train --model "
+          "{f}/corrupt.keras`"]),
         (["--language", "xx"], ["--language", "invalid choice: 'xx'", "'de', 'en'"]),
         (["--max-length", "2"], ["--max-length", ">= 3 ([CLS], at least one token and [SEP]"]),
         (["--hidden-dropout", "1.5"], ["--hidden-dropout", "< 1"]),
