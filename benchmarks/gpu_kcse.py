@@ -54,7 +54,7 @@ def build_simcse(args, shape, precision):
     import keras_hub
 
     import kcse
-    from kcse.precision import set_precision
+    from kcse.foundation.precision import set_precision
 
     set_precision(precision)
     keras.utils.set_random_seed(0)
@@ -165,7 +165,7 @@ def start_jax(args):
     import keras
     import keras_hub
 
-    from kcse.compilation import use_compilation_cache
+    from kcse.foundation.compilation import use_compilation_cache
 
     if keras.backend.backend() != "jax":
         raise SystemExit(f"Keras runs on {keras.backend.backend()}, not JAX")

@@ -294,7 +294,7 @@ def main():
               f"{(large['peak_bytes'] - small['peak_bytes']) / GB:+.3f} GB over "
               f"peak({args.small:,})")
     if args.json:
-        from kcse import atomic_files
+        from kcse.foundation import atomic_files
 
         atomic_files.write_json(args.json, {
             "machine": f"{os.cpu_count()} CPU cores, {os.uname().machine}",

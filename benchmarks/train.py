@@ -125,7 +125,7 @@ class KcseTrainer:
 
     def eval_loss(self, sentences):
         """The loss of one batch with dropout off (both views equal)."""
-        from kcse.compilation import trim_padding
+        from kcse.foundation.compilation import trim_padding
 
         inputs = trim_padding(self.encoder.preprocessor(sentences))
         views = self.simcse(inputs, training=False)

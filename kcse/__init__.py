@@ -12,7 +12,7 @@ import importlib.abc
 import importlib.util
 import sys
 
-from kcse.lazy_exports import lazy_exports
+from kcse.foundation.lazy_exports import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -25,7 +25,7 @@ _EXPORTS = {
     "SGOpt": "kcse.objectives.sg_opt",
     "ContrastiveTension": "kcse.objectives.contrastive_tension",
     "PairObjective": "kcse.objectives.pair_objective",
-    "TruncationWarning": "kcse.validation",
+    "TruncationWarning": "kcse.foundation.validation",
     **{name: f"kcse.{name}" for name in (
         "data", "evaluation", "layers", "losses", "models", "objectives")},
 }

@@ -17,16 +17,16 @@ import keras
 import numpy as np
 from keras import ops
 
-from kcse import compat
+from kcse.foundation import compat
 from kcse import distribution
-from kcse import interrupts
-from kcse.compilation import compiles_per_shape
-from kcse.compilation import padded_length
-from kcse.truncation import truncated_texts
-from kcse.truncation import warn_if_truncated
+from kcse.foundation import interrupts
+from kcse.foundation.compilation import compiles_per_shape
+from kcse.foundation.compilation import padded_length
+from kcse.foundation.truncation import truncated_texts
+from kcse.foundation.truncation import warn_if_truncated
 
 # Sequence lengths of batches are rounded up to a multiple of 8
-# (`kcse.compilation.LENGTH_BUCKET`, see `bucket_length`) or, where each
+# (`kcse.foundation.compilation.LENGTH_BUCKET`, see `bucket_length`) or, where each
 # input shape is compiled (JAX, XLA), to a power of two of at least this.
 COARSE_MIN_LENGTH = 16
 # Sentences `predict_in_chunks` tokenises and sorts by length at a time:
@@ -155,7 +155,7 @@ def packed_features(preprocessor, texts, coarse=False):
 def bucket_length(length, full_length, coarse=False):
     """The padded length of a batch whose longest text has `length` tokens.
 
-    A multiple of 8 (`kcse.compilation.padded_length`), or with `coarse`
+    A multiple of 8 (`kcse.foundation.compilation.padded_length`), or with `coarse`
     (for functions compiled once per input shape) a power of two of at
     least `COARSE_MIN_LENGTH` (16); never beyond `full_length`.
     """

@@ -27,12 +27,12 @@ import typing
 
 import numpy as np
 
-from kcse import arguments
-from kcse import atomic_files
-from kcse import file_locks
-from kcse import interrupts
-from kcse.arguments import UsageError
-from kcse.backend_choice import check_backend
+from kcse.foundation import arguments
+from kcse.foundation import atomic_files
+from kcse.foundation import file_locks
+from kcse.foundation import interrupts
+from kcse.foundation.arguments import UsageError
+from kcse.foundation.backend_choice import check_backend
 from kcse.data.chinese import CHINESE_TASKS
 from kcse.experiments import command_line
 from kcse.experiments import english_sts
@@ -49,7 +49,7 @@ from kcse.models.model_sources import check_model
 from kcse.models.model_sources import keeps_pooling
 from kcse.models.model_sources import SU_MODELS
 from kcse.models.model_sources import pooling_problem
-from kcse.keras_start import start_keras
+from kcse.foundation.keras_start import start_keras
 
 
 class CommandFailed(Exception):
@@ -496,7 +496,7 @@ def load_encoder(args, sequence_length=None, inference_only=False):
 
     from kcse.models import model_sources
     from kcse.sentence_encoder import SentenceEncoder
-    from kcse.validation import check_prompts
+    from kcse.foundation.validation import check_prompts
 
     sequence_length = sequence_length or getattr(args, "max_length", None)
     if args.model.endswith(".keras"):
@@ -547,7 +547,7 @@ def fit_length(backbone, preprocessor, wanted, model):
     A length beyond the model's position embeddings, or a saved length
     below 3 that `wanted` does not replace, is a UsageError.
     """
-    from kcse.validation import check_preprocessor_length
+    from kcse.foundation.validation import check_preprocessor_length
 
     limit = getattr(backbone, "max_sequence_length", None)
     if not wanted or preprocessor is None:
@@ -630,8 +630,8 @@ def train(args, data):
     from kcse.evaluation.sts import evaluate_sts
     from kcse.experiments.provenance import run_provenance
     from kcse.experiments.training import train_once
-    from kcse.training_stops import NonFiniteLossError
-    from kcse.precision import precision_of
+    from kcse.foundation.training_stops import NonFiniteLossError
+    from kcse.foundation.precision import precision_of
 
     try:
         method = methods.method_from_args(args.method, args)
@@ -699,7 +699,7 @@ def train(args, data):
 
 def saved_bytes(encoder):
     """About the size of `encoder`'s .keras file: its weights and 1 MB."""
-    from kcse.weight_snapshot import variables_bytes
+    from kcse.models.weight_snapshot import variables_bytes
 
     return variables_bytes(encoder.weights) + 2**20
 

@@ -8,7 +8,7 @@ import keras_hub
 import numpy as np
 from keras import ops
 
-from kcse import atomic_files
+from kcse.foundation import atomic_files
 from kcse.batched_prediction import predict_in_length_order
 from kcse.models.embedding_lookup import read_rows_sparsely
 from kcse.models.embedding_lookup import token_embedding
@@ -22,14 +22,14 @@ from kcse.export.saved_model import export_saved_model
 from kcse.layers.sentence_pooling import SentencePooling
 from kcse.layers.sentence_pooling import resolve_pooling
 from kcse.layers.wk_pooling import check_layers
-# Public here; defined in kcse.validation, which imports nothing heavy.
-from kcse.validation import TruncationWarning  # noqa: F401 (re-export)
-from kcse.validation import check_bool
-from kcse.validation import check_count
-from kcse.validation import check_preprocessor_length
-from kcse.validation import check_prompt
-from kcse.validation import check_prompts
-from kcse.validation import check_texts
+# Public here; defined in kcse.foundation.validation, which imports nothing heavy.
+from kcse.foundation.validation import TruncationWarning  # noqa: F401 (re-export)
+from kcse.foundation.validation import check_bool
+from kcse.foundation.validation import check_count
+from kcse.foundation.validation import check_preprocessor_length
+from kcse.foundation.validation import check_prompt
+from kcse.foundation.validation import check_prompts
+from kcse.foundation.validation import check_texts
 
 POOLER_LAYER = "pooled_dense"
 # `from_preset`'s arguments a sentence-transformers folder's modules set.
@@ -141,7 +141,7 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         **kwargs,
     ):
         kwargs.setdefault("compile", False)
-        # The backbone's precision (see `kcse.precision`): objectives follow it.
+        # The backbone's precision (see `kcse.foundation.precision`): objectives follow it.
         kwargs.setdefault("dtype", backbone.dtype_policy)
         super().__init__(**kwargs)
         self.pooling = resolve_pooling(pooling)
@@ -372,7 +372,7 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         file intact. With `overwrite=False` an existing file raises
         `FileExistsError` (Keras would ask on the terminal), before the
         save or, for one made meanwhile, at the rename
-        (`kcse.atomic_files.OutputExistsError`).
+        (`kcse.foundation.atomic_files.OutputExistsError`).
         """
         filepath = pathlib.Path(filepath)
         if not overwrite and filepath.exists():

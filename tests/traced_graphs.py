@@ -2,7 +2,7 @@
 
 Each check runs in a fresh process: pytest itself keeps objects of a test
 alive. The encoder is tiny, with kcse's GELU, whose custom gradient is what
-made TensorFlow keep every traced graph (`kcse.compat.released_custom_gradients`).
+made TensorFlow keep every traced graph (`kcse.foundation.compat.released_custom_gradients`).
 """
 
 import os
@@ -16,7 +16,7 @@ import gc, sys
 import keras
 import kcse
 from conftest import TINY_SENTENCES, tiny_bert, tiny_preprocessor
-from kcse import compat
+from kcse.foundation import compat
 from kcse.models.bert_backbone import ACTIVATIONS
 
 def graphs():

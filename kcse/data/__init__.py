@@ -25,7 +25,7 @@ A new dataset gets a reader here (built on `read_pairs` where it is a pair
 file), a builder in `tfds/` and a card in `data_cards/`.
 """
 
-from kcse.lazy_exports import lazy_exports
+from kcse.foundation.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "read_pairs": "kcse.data.sentence_pairs",

@@ -4,7 +4,7 @@ princeton-nlp/SimCSE's unsupervised runs train on wiki1m_for_simcse.txt."""
 import dataclasses
 import os
 
-from kcse.digests import content_digest
+from kcse.foundation.digests import content_digest
 
 
 @dataclasses.dataclass
@@ -17,7 +17,7 @@ class SentenceFile:
             line), each a line as written without its line ending.
         blank_lines: 1-based numbers of the lines left out: empty or only
             whitespace.
-        digest: `kcse.digests.content_digest` of `lines`: what a cached
+        digest: `kcse.foundation.digests.content_digest` of `lines`: what a cached
             result trained on the file is keyed by (the same sentences in
             another file, or with other line endings or blank lines, give
             the same digest; any other change gives another).

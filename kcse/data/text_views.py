@@ -53,8 +53,8 @@ import numbers
 import random
 import re
 
-from kcse import digests
-from kcse import optional_packages
+from kcse.foundation import digests
+from kcse.foundation import optional_packages
 from kcse.data.sentence_pairs import MalformedLineError
 from kcse.data.sentence_pairs import read_text
 
@@ -76,7 +76,7 @@ _JIEBA_READY = False
 
 def _jieba():
     """jieba, its dictionary loaded once without its log lines; a
-    `kcse.optional_packages.MissingPackageError` names its pip install."""
+    `kcse.foundation.optional_packages.MissingPackageError` names its pip install."""
     global _JIEBA_READY
     jieba = optional_packages.require("jieba", "Segmenting Chinese sentences for CLEAR's text views")
 

@@ -8,7 +8,7 @@ training on Keras' JAX distribution: the cluster from the
 data-parallel start, and which process writes (`data_parallel`).
 """
 
-from kcse.lazy_exports import lazy_exports
+from kcse.foundation.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "Cluster": "kcse.distribution.cluster",

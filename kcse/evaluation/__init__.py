@@ -2,7 +2,7 @@
 anisotropy diagnostics, and MTEB: result files (`mteb_results.py`) and a
 model adapter (`mteb_model.py`; the `mteb` package is needed only there)."""
 
-from kcse.lazy_exports import lazy_exports
+from kcse.foundation.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "evaluate_sts": "kcse.evaluation.sts",

@@ -38,8 +38,8 @@ from kcse.evaluation.sts import as_sentence_pairs
 from kcse.evaluation.sts import check_scorable
 from kcse.evaluation.sts import cosine_scores
 from kcse.evaluation.sts import sts_correlations
-from kcse.validation import check_count
-from kcse.validation import check_texts
+from kcse.foundation.validation import check_count
+from kcse.foundation.validation import check_texts
 
 # BERT-flow's rank bins: [0, 100), [100, 500), [500, 5K), [5K, 1000K).
 BERT_FLOW_BINS = (0, 100, 500, 5000, 1_000_000)

@@ -4,7 +4,7 @@ import numpy as np
 
 from kcse.evaluation.mteb_results import model_meta
 from kcse.evaluation.sts import cosine_scores
-from kcse.validation import check_count
+from kcse.foundation.validation import check_count
 
 
 class MTEBEncoder:

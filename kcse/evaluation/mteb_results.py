@@ -25,7 +25,7 @@ The layout is `mteb.ResultCache`'s: `<folder>/results/<model name, "/" as
 `mteb.ResultCache(folder).load_results()` reads them, and
 `mteb.evaluate(model, tasks, cache=mteb.ResultCache(folder))` writes its
 own results beside them. Every file is written to a temporary name and
-renamed into place (`kcse.atomic_files`).
+renamed into place (`kcse.foundation.atomic_files`).
 """
 
 import datetime
@@ -34,7 +34,7 @@ import json
 import math
 import pathlib
 
-from kcse import atomic_files
+from kcse.foundation import atomic_files
 from kcse.data.chinese import CHINESE_SPLITS
 from kcse.data.chinese import CHINESE_TASKS
 from kcse.data.chinese import chinese_task_name

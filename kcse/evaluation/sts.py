@@ -7,8 +7,8 @@ import scipy.stats
 
 from kcse.data.sentence_pairs import SentencePairs
 from kcse.data.sentence_pairs import read_pairs
-from kcse.validation import check_count
-from kcse.validation import check_texts
+from kcse.foundation.validation import check_count
+from kcse.foundation.validation import check_texts
 
 
 class UndefinedCorrelationError(ValueError):

@@ -9,9 +9,9 @@ from kcse.evaluation.sts import as_sentence_pairs
 from kcse.evaluation.sts import check_scorable
 from kcse.evaluation.sts import UndefinedCorrelationError
 from kcse.evaluation.sts import evaluate_sts
-from kcse.validation import TruncationWarning
-from kcse.validation import check_count
-from kcse.weight_snapshot import WeightSnapshot
+from kcse.foundation.validation import TruncationWarning
+from kcse.foundation.validation import check_count
+from kcse.models.weight_snapshot import WeightSnapshot
 
 
 class STSEvaluator(keras.callbacks.Callback):
@@ -44,7 +44,7 @@ class STSEvaluator(keras.callbacks.Callback):
         restore_best_weights: bool. At the end of training, put back the
             encoder weights that scored best (the initial ones included).
             They are kept on disk, in `best_weights` (a
-            `kcse.weight_snapshot.WeightSnapshot` in a temporary folder),
+            `kcse.models.weight_snapshot.WeightSnapshot` in a temporary folder),
             not in memory: a copy of e5-small's weights is 0.47 GB.
         name: str. Prefix of the logged metric.
 

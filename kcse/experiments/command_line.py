@@ -17,11 +17,11 @@ import contextlib
 import pathlib
 import sys
 
-from kcse import arguments
-from kcse import atomic_files
-from kcse import interrupts
-from kcse.backend_choice import check_backend
-from kcse.precision import PRECISIONS
+from kcse.foundation import arguments
+from kcse.foundation import atomic_files
+from kcse.foundation import interrupts
+from kcse.foundation.backend_choice import check_backend
+from kcse.foundation.precision import PRECISIONS
 from kcse.data.chinese import BUNDLED_CHINESE_STS
 from kcse.data.chinese import CHINESE_TASKS
 from kcse.data.chinese import chinese_task_path
@@ -226,14 +226,14 @@ def start_speed(args):
     Call it after TensorFlow and Keras started (and after a `--distributed`
     run joined its cluster: asking JAX for its devices starts its backend)
     and before any model is built: `--precision` sets Keras' global dtype
-    policy (`kcse.precision.set_precision`), which every model built from
+    policy (`kcse.foundation.precision.set_precision`), which every model built from
     then on computes in. `args.compilation_cache` becomes the folder of
     JAX's persistent compilation cache in use, or None.
     """
     import keras
 
-    from kcse import compilation
-    from kcse.precision import set_precision
+    from kcse.foundation import compilation
+    from kcse.foundation.precision import set_precision
 
     set_precision(args.precision)
     backend = keras.backend.backend()
@@ -619,7 +619,7 @@ def run_grids(prog, runs, method_name):
     """Starts TensorFlow once, then runs the grid of each checked argument
     namespace of `runs` with `method_name`'s method (a sweep's values);
     returns their `(store, keys)`. A bad input exits 2 with one line."""
-    from kcse.keras_start import start_keras
+    from kcse.foundation.keras_start import start_keras
 
     arguments.one_line_warnings(prog)
     try:

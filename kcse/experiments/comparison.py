@@ -30,7 +30,7 @@ from kcse.experiments.results import ResultStore
 from kcse.experiments.results import text_table
 from kcse.layers.pooling_rules import SU_POOLINGS
 from kcse.models import model_sources
-from kcse.precision import precision_of
+from kcse.foundation.precision import precision_of
 
 MULTILINGUAL_TITLE = "Multilingual STS-B comparison (stsb-multi-mt)"
 

@@ -9,9 +9,9 @@ import time
 import keras
 import numpy as np
 
-from kcse import atomic_files
-from kcse import interrupts
-from kcse.digests import content_digest
+from kcse.foundation import atomic_files
+from kcse.foundation import interrupts
+from kcse.foundation.digests import content_digest
 from kcse.evaluation.sts import cosine_scores
 from kcse.evaluation.sts import sts_correlations
 from kcse.experiments.methods import SimCSEMethod
@@ -21,7 +21,7 @@ from kcse.experiments.protocols import protocol_settings
 from kcse.experiments.training import train_once
 from kcse.experiments.published import published_cell
 from kcse.experiments.provenance import run_provenance
-from kcse.weight_snapshot import WeightSnapshot
+from kcse.models.weight_snapshot import WeightSnapshot
 from kcse.experiments import results
 from kcse.layers.pooling_rules import unavailable_pooling
 from kcse.layers.sentence_pooling import resolve_pooling
@@ -32,8 +32,8 @@ from kcse.layers.whitening import whitening_statistics
 from kcse.models.model_sources import ModelSpec
 from kcse.models.model_sources import load_model
 from kcse.models.model_sources import resolve_model
-from kcse.training_stops import NonFiniteLossError
-from kcse.precision import precision_of
+from kcse.foundation.training_stops import NonFiniteLossError
+from kcse.foundation.precision import precision_of
 from kcse.sentence_encoder import SentenceEncoder
 from kcse.batched_prediction import predict_in_length_order
 
@@ -419,7 +419,7 @@ def run_grid(models, poolings, tasks, read_task, protocol, store, seed=0,
     keep their identity.
     The models are built under Keras' global dtype policy (the recipes'
     `--precision`), whose precision is a setting of every cell unless it
-    is float32 (`kcse.precision.precision_of()`). `raw_cache`, a dict the
+    is float32 (`kcse.foundation.precision.precision_of()`). `raw_cache`, a dict the
     caller keeps across grids of other settings (a sweep's values), holds
     the raw vectors by model, data, pooling, length and precision, so each
     is encoded once. `train_file`: the

@@ -19,7 +19,7 @@ not one model evaluated on every task as MTEB's leaderboard assumes, which
 the model names do not hide (`-whitening`, `-simcse`).
 """
 
-from kcse.digests import content_digest
+from kcse.foundation.digests import content_digest
 from kcse.evaluation.mteb_results import ENCODER_FIELDS
 from kcse.evaluation.mteb_results import mteb_task_split
 from kcse.evaluation.mteb_results import write_mteb_results

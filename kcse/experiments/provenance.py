@@ -1,7 +1,7 @@
 """Where a result comes from: software versions, code commit, date, digests.
 
 Every cell of a comparison records `run_provenance()`; its identity holds
-digests of what it was computed from (`kcse.digests`), so that a result is
+digests of what it was computed from (`kcse.foundation.digests`), so that a result is
 never reused for other inputs.
 
 Example:

@@ -16,11 +16,11 @@ import math
 import os
 import pathlib
 
-from kcse import atomic_files
+from kcse.foundation import atomic_files
 from kcse import distribution
-from kcse import file_locks
+from kcse.foundation import file_locks
 from kcse.data.chinese import CHINESE_TASKS
-from kcse.digests import content_digest
+from kcse.foundation.digests import content_digest
 
 SCHEMA = "kcse.comparison/3"
 COLUMNS = ("raw", "whitening", "trained")

@@ -54,8 +54,8 @@ import math
 import pathlib
 import sys
 
-from kcse import arguments
-from kcse import atomic_files
+from kcse.foundation import arguments
+from kcse.foundation import atomic_files
 from kcse.experiments.methods.consert import PAPER_SETTINGS
 from kcse.layers.view_specs import split_view
 

@@ -10,7 +10,7 @@
   and int8), with the tokenizer files, for ONNX Runtime.
 """
 
-from kcse.lazy_exports import lazy_exports
+from kcse.foundation.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "export_huggingface": "kcse.export.huggingface",

@@ -30,13 +30,13 @@ import pathlib
 import numpy as np
 from keras import ops
 
-from kcse import atomic_files
+from kcse.foundation import atomic_files
 from kcse.export import sentencepiece_json
 from kcse.export import word_piece_json
 from kcse.export.formats import UnsupportedExportError
 from kcse.models.google_checkpoint.checkpoint_converter import checkpoint_variable_map
 from kcse.models.huggingface_folder import huggingface_name
-from kcse.validation import check_preprocessor_length
+from kcse.foundation.validation import check_preprocessor_length
 
 # keras-hub's BERT and kcse's relative-position backbones: LayerNorm epsilon.
 LAYER_NORM_EPSILON = 1e-12
@@ -272,7 +272,7 @@ def export_huggingface(encoder, path, overwrite=False, published_as=None):
     The folder is written under a temporary name beside `path` and renamed
     into place; an existing non-empty `path` raises `FileExistsError`
     unless `overwrite`, and even then when it holds a file kcse did not
-    write there (`kcse.atomic_files.check_replaceable`). An encoder this
+    write there (`kcse.foundation.atomic_files.check_replaceable`). An encoder this
     format cannot express (a backbone family not written yet, jieba with
     its HMM) raises `UnsupportedExportError` before anything is written.
 

@@ -34,13 +34,13 @@ import warnings
 import keras
 import numpy as np
 
-from kcse import atomic_files
-from kcse import compat
+from kcse.foundation import atomic_files
+from kcse.foundation import compat
 from kcse.export import huggingface
 from kcse.export import saved_model
 from kcse.export import sentencepiece_json
 from kcse.export.formats import QUANTIZATIONS
-from kcse.validation import check_bool
+from kcse.foundation.validation import check_bool
 
 # kcse's token inputs -> the names ONNX Runtime clients feed (Hugging Face's).
 INPUT_NAMES = {

@@ -9,11 +9,11 @@ import warnings
 import keras
 import numpy as np
 
-from kcse import atomic_files
-from kcse import compat
-from kcse.compilation import trim_padding
-from kcse.validation import check_bool
-from kcse.validation import check_preprocessor_length
+from kcse.foundation import atomic_files
+from kcse.foundation import compat
+from kcse.foundation.compilation import trim_padding
+from kcse.foundation.validation import check_bool
+from kcse.foundation.validation import check_preprocessor_length
 
 # The signatures of an exported encoder.
 STRINGS_SIGNATURE = "serving_default"
@@ -30,7 +30,7 @@ LONG_TEXT_FACTOR = 8
 # Served vectors must equal the in-process encoder's within
 # TOLERANCE + TOLERANCE * |expected|, elementwise...
 TOLERANCE = 1e-4
-# ... or, for an encoder computing in half precision (`kcse.precision`),
+# ... or, for an encoder computing in half precision (`kcse.foundation.precision`),
 # where serving at the full length sums in another order than `encode`'s
 # trimmed batches: a few units of bfloat16's (2^-8) or float16's (2^-11)
 # epsilon, through the model's blocks.
@@ -80,12 +80,12 @@ def export_saved_model(encoder, path, normalize=None, overwrite=True):
     `default_prompt()` (→ `b"query: "`; `b""` without one).
 
     The SavedModel is written to a temporary folder beside `path`, then
-    swapped into place (`kcse.atomic_files.replace_directory`), so a kill
+    swapped into place (`kcse.foundation.atomic_files.replace_directory`), so a kill
     during the export leaves the previous folder intact. With
     `overwrite=False`, a non-empty folder at `path` raises
     `FileExistsError` before anything is written; so, always, does a
     folder holding a file kcse did not write there
-    (`kcse.atomic_files.check_replaceable`).
+    (`kcse.foundation.atomic_files.check_replaceable`).
 
     Before the folder is swapped into place the export runs both signatures
     on what a client may send (`check_saved_model`): `serving_default` on a
@@ -203,7 +203,7 @@ def embedding(encoder, features, normalize, output=OUTPUT, empty_batch_branch=Tr
 
     The encoder's vectors, L2-normalised when `normalize`. With `trim`, the
     batch is first cut after the last position its mask covers, rounded up
-    to 8 (`kcse.compilation.trim_padding`): the preprocessor pads every batch to
+    to 8 (`kcse.foundation.compilation.trim_padding`): the preprocessor pads every batch to
     its full length (512 for e5), most of it padding for short texts, and
     padding never changes a vector. With `empty_batch_branch`, an empty
     batch gives `[0, dim]` whatever the model does with it (CLS pooling

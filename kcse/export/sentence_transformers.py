@@ -28,11 +28,11 @@ import pathlib
 import numpy as np
 from keras import ops
 
-from kcse import atomic_files
+from kcse.foundation import atomic_files
 from kcse.export import huggingface
 from kcse.export.formats import SENTENCE_TRANSFORMERS_POOLING as POOLING_MODE
 from kcse.export.formats import UnsupportedExportError
-from kcse.validation import check_prompts
+from kcse.foundation.validation import check_prompts
 
 # sentence-transformers' class names (its legacy paths, read by every version).
 MODULES = "sentence_transformers.models."

@@ -1,6 +1,6 @@
 """Keras layers users compose: pooling, whitening, ConSERT's views, the NLI head."""
 
-from kcse.lazy_exports import lazy_exports
+from kcse.foundation.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "SentencePooling": "kcse.layers.sentence_pooling",

@@ -7,8 +7,8 @@ import numbers
 import keras
 from keras import ops
 
-from kcse.validation import check_count
-from kcse.validation import check_number
+from kcse.foundation.validation import check_count
+from kcse.foundation.validation import check_number
 
 # The authors' optimizer of the flow (bohanli/BERT-flow, run_siamese.py,
 # README.md and optimization_bert_flow.py): BERT's AdamWeightDecayOptimizer

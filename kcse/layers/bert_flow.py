@@ -7,17 +7,17 @@ import numpy as np
 import scipy.linalg
 from keras import ops
 
-from kcse.compilation import on_accelerator
+from kcse.foundation.compilation import on_accelerator
 from kcse.layers.adam_weight_decay import AdamWeightDecay
 from kcse.layers.adam_weight_decay import LEARNING_RATE
-from kcse.training_stops import NonFiniteLossError
-from kcse.training_stops import StopOnInterrupt
-from kcse.training_stops import StopOnNonFiniteLoss
-from kcse.validation import check_count
-from kcse.validation import check_dtype_available
-from kcse.validation import check_finite
-from kcse.validation import check_number
-from kcse.validation import largest_magnitude
+from kcse.foundation.training_stops import NonFiniteLossError
+from kcse.foundation.training_stops import StopOnInterrupt
+from kcse.foundation.training_stops import StopOnNonFiniteLoss
+from kcse.foundation.validation import check_count
+from kcse.foundation.validation import check_dtype_available
+from kcse.foundation.validation import check_finite
+from kcse.foundation.validation import check_number
+from kcse.foundation.validation import largest_magnitude
 
 # The authors' training of the flow (bohanli/BERT-flow, run_siamese.py and
 # README.md): BERT frozen, the flow alone trained by maximum likelihood for

@@ -19,8 +19,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from kcse.validation import check_number
-from kcse.validation import check_rate
+from kcse.foundation.validation import check_number
+from kcse.foundation.validation import check_rate
 
 # Added before flooring counts when the row length is not static: `int(n *
 # rate)` computed in float32 must not lose one to rounding (10 * 0.7 =

@@ -21,7 +21,7 @@ view_from_spec("none")              # None: no view
 
 import argparse
 
-from kcse import arguments
+from kcse.foundation import arguments
 
 # name: (the layer in `kcse.layers.view_augmentation`, what its value is).
 VIEWS = {

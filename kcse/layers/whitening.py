@@ -4,11 +4,11 @@ import keras
 import numpy as np
 from keras import ops
 
-from kcse.validation import check_count
-from kcse.validation import check_dtype_available
-from kcse.validation import check_finite
-from kcse.validation import check_number
-from kcse.validation import largest_magnitude
+from kcse.foundation.validation import check_count
+from kcse.foundation.validation import check_dtype_available
+from kcse.foundation.validation import check_finite
+from kcse.foundation.validation import check_number
+from kcse.foundation.validation import largest_magnitude
 
 
 def _batches(data):

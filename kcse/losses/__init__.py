@@ -1,6 +1,6 @@
 """Losses of kcse, as `keras.losses.Loss` subclasses."""
 
-from kcse.lazy_exports import lazy_exports
+from kcse.foundation.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "SimCSELoss": "kcse.losses.simcse_loss",

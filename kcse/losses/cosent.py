@@ -5,7 +5,7 @@ from keras import ops
 
 from kcse.distribution.cross_replica import gather_across_replicas
 from kcse.distribution.cross_replica import global_mean_weight
-from kcse.validation import check_number
+from kcse.foundation.validation import check_number
 
 
 @keras.saving.register_keras_serializable(package="kcse")

@@ -7,7 +7,7 @@ from kcse.distribution.cross_replica import gather_across_replicas
 from kcse.distribution.cross_replica import global_mean_weight
 from kcse.losses.label_free_loss import LabelFreeLoss
 from kcse.losses.self_guided_variants import VARIANTS
-from kcse.validation import check_number
+from kcse.foundation.validation import check_number
 
 
 def own_rows(batch, offset, total):

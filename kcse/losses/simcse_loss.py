@@ -6,7 +6,7 @@ from keras import ops
 from kcse.distribution.cross_replica import gather_across_replicas
 from kcse.distribution.cross_replica import global_mean_weight
 from kcse.losses.label_free_loss import LabelFreeLoss
-from kcse.validation import check_number
+from kcse.foundation.validation import check_number
 
 NEGATIVES = ("both_views", "cross_view")
 

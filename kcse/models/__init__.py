@@ -15,7 +15,7 @@
   `SentenceEncoder`, the `kcse` command and the recipes' grid).
 """
 
-from kcse.lazy_exports import lazy_exports
+from kcse.foundation.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "from_checkpoint": "kcse.models.google_checkpoint.checkpoint_converter",

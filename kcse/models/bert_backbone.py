@@ -19,7 +19,7 @@ kept in its config.
 import keras
 import keras_hub
 
-from kcse import compat
+from kcse.foundation import compat
 from kcse.models.gelu import gelu
 from kcse.models.gelu import gelu_tanh
 

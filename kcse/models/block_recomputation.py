@@ -14,7 +14,7 @@ import contextlib
 
 import keras
 
-from kcse import compat
+from kcse.foundation import compat
 
 
 def _seed_states(block):

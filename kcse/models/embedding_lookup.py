@@ -22,7 +22,7 @@ does.
 import keras
 from keras import ops
 
-from kcse import compat
+from kcse.foundation import compat
 
 
 def token_embedding(backbone):

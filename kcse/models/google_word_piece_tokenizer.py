@@ -4,7 +4,7 @@
 import keras
 import keras_hub
 import numpy as np
-from kcse import compat
+from kcse.foundation import compat
 from kcse.models import word_piece_rule
 
 # Step 3 of `word_piece_rule`, in RE2 (the graph's regexes): what separates

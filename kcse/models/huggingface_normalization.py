@@ -53,7 +53,7 @@ def exported_tokenizer(preprocessor, folder):
     Google-format checkpoint names `GoogleWordPieceTokenizer` or
     `JiebaWordPieceTokenizer` in `tokenizer_config.json`'s `kcse_tokenizer`,
     and is read back with that tokenizer (the jieba one needs jieba: a
-    `kcse.optional_packages.MissingPackageError` says so as the folder
+    `kcse.foundation.optional_packages.MissingPackageError` says so as the folder
     loads). Other folders keep `preprocessor`.
     """
     config_path = pathlib.Path(folder) / "tokenizer_config.json"

@@ -10,8 +10,8 @@ weights) one stage at a time.
 
 import keras
 
-from kcse import compat
-from kcse.validation import check_rate
+from kcse.foundation import compat
+from kcse.foundation.validation import check_rate
 
 EMBEDDINGS_OUTPUT_LAYER = "embeddings_dropout"
 

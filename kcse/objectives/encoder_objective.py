@@ -9,9 +9,9 @@ import keras_hub
 import numpy as np
 from keras import ops
 
-from kcse.compilation import compiles_per_shape
-from kcse.compilation import on_accelerator
-from kcse.compilation import trim_padding
+from kcse.foundation.compilation import compiles_per_shape
+from kcse.foundation.compilation import on_accelerator
+from kcse.foundation.compilation import trim_padding
 from kcse.models.block_recomputation import recomputed_blocks
 from kcse.models.embedding_lookup import token_embedding
 from kcse.objectives.embedding_rows import EmbeddingRows
@@ -20,15 +20,15 @@ from kcse.objectives.embedding_rows import variable_scope
 from kcse.objectives.token_batches import DrawnPairBatches
 from kcse.objectives.token_batches import TokenBatches
 from kcse.objectives.token_batches import token_arrays
-from kcse.training_stops import StopOnInterrupt
-from kcse.training_stops import StopOnNonFiniteLoss
-from kcse.truncation import text_tokens
-from kcse.truncation import truncated_texts
-from kcse.truncation import warn_if_truncated
-from kcse.validation import check_count
-from kcse.validation import check_preprocessor_length
-from kcse.validation import check_texts
-from kcse import compat
+from kcse.foundation.training_stops import StopOnInterrupt
+from kcse.foundation.training_stops import StopOnNonFiniteLoss
+from kcse.foundation.truncation import text_tokens
+from kcse.foundation.truncation import truncated_texts
+from kcse.foundation.truncation import warn_if_truncated
+from kcse.foundation.validation import check_count
+from kcse.foundation.validation import check_preprocessor_length
+from kcse.foundation.validation import check_texts
+from kcse.foundation import compat
 from kcse import distribution
 
 
@@ -194,7 +194,7 @@ class EncoderObjective(keras_hub.models.Task):
             turn it on with TensorFlow (`--no-rematerialize` turns it off).
         padded_lengths: tuple of ints, or None. Where train steps are
             compiled per input shape (JAX; TensorFlow with
-            `jit_compile=True`; see `kcse.compilation`), the lengths token
+            `jit_compile=True`; see `kcse.foundation.compilation`), the lengths token
             batches are padded to: each batch takes the smallest that holds
             its longest sentence, the preprocessor's full length beyond
             them. None (default) pads every batch to the full length: one

@@ -12,8 +12,8 @@ from kcse.layers.sentence_pooling import masked_mean
 from kcse.losses.self_guided_loss import SelfGuidedLoss
 from kcse.objectives.encoder_objective import EncoderObjective
 from kcse.objectives.heads import bert_dense
-from kcse.validation import check_count
-from kcse.validation import check_number
+from kcse.foundation.validation import check_count
+from kcse.foundation.validation import check_number
 
 
 # The pivots' pooling over tokens, by `pooling_rules.PIVOT_POOLINGS` name.

@@ -14,7 +14,7 @@ from kcse.objectives.masked_lm import masked_lm_head
 from kcse.objectives.masked_lm import masked_lm_loss
 from kcse.objectives.masked_lm import mlm_problem
 from kcse.objectives.masked_lm import special_token_ids
-from kcse.validation import check_number
+from kcse.foundation.validation import check_number
 
 
 @keras.saving.register_keras_serializable(package="kcse")

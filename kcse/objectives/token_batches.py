@@ -20,7 +20,7 @@ import keras
 import numpy as np
 
 from kcse.batched_prediction import PREPROCESS_CHUNK_SIZE
-from kcse.compilation import padded_length
+from kcse.foundation.compilation import padded_length
 
 
 def epoch_orders(count, shuffle):
@@ -70,7 +70,7 @@ def token_arrays(preprocessor, x):
 def trimmed_tokens(features, lengths=None):
     """`features` (a dict of numpy token arrays) cut to their padded length.
 
-    The length is `kcse.compilation.padded_length` of the longest row
+    The length is `kcse.foundation.compilation.padded_length` of the longest row
     (`padding_mask` summed): a multiple of 8, or one of `lengths`. Boolean
     arrays become int32, as `encoder_objective.trim_padding` gives them.
     """

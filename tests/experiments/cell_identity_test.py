@@ -217,7 +217,7 @@ def test_a_train_file_is_keyed_by_its_sentences(first_run, tmp_path, capsys):
     settings hold the digest of the file's sentences, and kept for a file
     of the same sentences with other line endings and blank lines (a file
     of other sentences has another digest: train_file_test.py)."""
-    from kcse.digests import content_digest
+    from kcse.foundation.digests import content_digest
 
     folder, model, old_cells = first_run
     shutil.copytree(folder / "out", tmp_path / "out")

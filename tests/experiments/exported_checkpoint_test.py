@@ -186,7 +186,7 @@ def test_roformer_folder_without_jieba_is_one_line(tmp_path, shared_data):
                                "sys.argv[1], sequence_length=16)", str(folder)])
     assert run.returncode == 1
     assert run.stderr.strip().splitlines()[-1] == (
-        f"kcse.optional_packages.MissingPackageError: {line}")
+        f"kcse.foundation.optional_packages.MissingPackageError: {line}")
 
 
 def test_a_su_checkpoint_exported_by_name_keeps_his_published_cells(tmp_path, shared_data):

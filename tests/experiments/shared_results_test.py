@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 
-from kcse import atomic_files
+from kcse.foundation import atomic_files
 from kcse.experiments import results
 from results_cells import grid_cell
 from tiny_grid import RECIPES

@@ -13,9 +13,9 @@ import sys
 import keras
 import pytest
 
-from kcse import arguments
+from kcse.foundation import arguments
 from kcse.experiments import command_line
-from kcse.precision import precision_of
+from kcse.foundation.precision import precision_of
 from kcse.experiments import results
 from tiny_grid import recipe
 

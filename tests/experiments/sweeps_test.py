@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from kcse import arguments
+from kcse.foundation import arguments
 from kcse.experiments import grid
 from kcse.experiments.sweeps import SWEEPS
 from kcse.experiments.sweeps import heatmap_matrix

@@ -8,9 +8,9 @@ import random
 import pytest
 
 from kcse import cli
-from kcse.arguments import UsageError
+from kcse.foundation.arguments import UsageError
 from kcse.data import read_sentence_file
-from kcse.digests import content_digest
+from kcse.foundation.digests import content_digest
 from kcse.experiments import protocols
 from tiny_grid import tiny_task_and_model
 

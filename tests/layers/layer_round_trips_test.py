@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import kcse
-from kcse import compat
+from kcse.foundation import compat
 from kcse.layers import AdversarialPerturbation
 from kcse.layers import EmbeddingDropout
 from kcse.layers import FeatureCutoff

@@ -16,7 +16,7 @@ import kcse
 from conftest import TINY_SENTENCES
 from conftest import tiny_bert
 from conftest import tiny_preprocessor
-from kcse import compat
+from kcse.foundation import compat
 from kcse.models.embedding_lookup import read_rows_sparsely
 
 

@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 import kcse
-from kcse import compat
+from kcse.foundation import compat
 from contrastive_tension_reference import contrastive_tension_loss
 from contrastive_tension_reference import fit_batches
 from contrastive_tension_reference import generate_single_embedding

@@ -15,7 +15,7 @@ from conftest import TINY_PAIRS
 from conftest import TINY_SENTENCES
 from conftest import tiny_bert
 from conftest import tiny_preprocessor
-from kcse import compat
+from kcse.foundation import compat
 from kcse.objectives import encoder_objective
 
 # The second fit's text holds tokens the first one's does not ("fast",

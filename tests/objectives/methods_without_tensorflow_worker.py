@@ -16,7 +16,7 @@ import keras_hub
 import numpy as np
 
 import kcse
-from kcse import optional_packages
+from kcse.foundation import optional_packages
 
 VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "cat", "dog", "sat",
               "ran", "the", "red", "mat", "on", "blue", "slow", "fast", "is", "was"]

@@ -21,7 +21,7 @@ from conftest import tiny_preprocessor
 from kcse.data import sentence_pairs
 from kcse.objectives.encoder_objective import training_dataset
 from kcse.sentence_encoder import TruncationWarning
-from kcse.truncation import truncated_texts
+from kcse.foundation.truncation import truncated_texts
 
 LENGTH = 8  # 6 word pieces + [CLS] and [SEP].
 SHORT = ["the cat sat", "a dog ran fast", "blue mat"]

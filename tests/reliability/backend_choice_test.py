@@ -18,7 +18,7 @@ import pytest
 from cli_errors_test import REPO
 from cli_errors_test import assert_one_line_error
 from cli_errors_test import run
-from kcse import backend_choice
+from kcse.foundation import backend_choice
 
 SUPPORTED = "kcse runs on the Keras backends tensorflow and jax; set KERAS_BACKEND=tensorflow"
 
@@ -87,7 +87,7 @@ def test_the_choice_is_read_as_keras_reads_it(tmp_path):
     """Keras' own choice (its config module, run in a fresh process) for
     each way of setting it; kcse reads it before Keras is imported."""
     (tmp_path / "keras.json").write_text(json.dumps({"backend": "jax"}))
-    code = ("import sys, kcse.backend_choice as choice; before = choice.chosen_backend(); "
+    code = ("import sys, kcse.foundation.backend_choice as choice; before = choice.chosen_backend(); "
             "import keras; print(before, keras.config.backend())")
     for environment, expected in [({"KERAS_BACKEND": "jax"}, "jax"),
                                   ({"KERAS_BACKEND": "", "KERAS_HOME": str(tmp_path)}, "jax"),

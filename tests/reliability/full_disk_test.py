@@ -28,7 +28,7 @@ import pytest
 
 import kcse
 from conftest import tiny_encoder_file
-from kcse import atomic_files
+from kcse.foundation import atomic_files
 from kcse import cli
 from kcse.experiments import methods
 from kcse.experiments import results

@@ -154,7 +154,7 @@ def test_errors_python_cannot_raise_are_dropped_after_a_ctrl_c():
     (TensorFlow's ApiDefMap did) prints "Exception ignored" unless dropped."""
     code = (
         "import gc, signal\n"
-        "from kcse import interrupts\n"
+        "from kcse.foundation import interrupts\n"
         "class Broken:\n"
         "    def __del__(self):\n"
         "        raise AttributeError('no _api_def_map')\n"

@@ -14,7 +14,7 @@ import pytest
 from conftest import tiny_encoder_file
 from tiny_grid import tiny_task_and_model
 from kcse import cli
-from kcse import file_locks
+from kcse.foundation import file_locks
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ def python(code, *arguments):
 
 
 def test_importing_kcse_and_its_command_imports_neither_keras_nor_tensorflow():
-    result = python("import sys, kcse, kcse.cli, kcse.arguments; "
+    result = python("import sys, kcse, kcse.cli, kcse.foundation.arguments; "
                     "print(sorted({'keras', 'tensorflow'} & set(sys.modules)))")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
@@ -39,7 +39,7 @@ def test_keras_loads_a_saved_encoder_after_a_plain_import_kcse(tmp_path):
 def test_start_keras_hides_start_up_lines_and_keeps_others():
     code = (
         "import os\n"
-        "from kcse import keras_start\n"
+        "from kcse.foundation import keras_start\n"
         "with keras_start._stderr_to_file() as lines:\n"
         "    os.write(2, b'I0000 00:00:1 1 port.cc:153] oneDNN custom operations are on.\\n')\n"
         "    os.write(2, b'E0000 00:00:1 1 cuda_platform.cc:52] failed call to cuInit\\n')\n"
@@ -58,7 +58,7 @@ def test_start_keras_hides_start_up_lines_and_keeps_others():
 def test_a_failing_import_shows_what_it_wrote():
     code = (
         "import os\n"
-        "from kcse import keras_start\n"
+        "from kcse.foundation import keras_start\n"
         "try:\n"
         "    with keras_start._stderr_to_file():\n"
         "        os.write(2, b'I0000 the line before the failure\\n')\n"

@@ -24,9 +24,9 @@ from conftest import tiny_preprocessor
 from kcse import cli
 from kcse.layers.adam_weight_decay import AdamWeightDecay
 from kcse.layers.adam_weight_decay import WarmupLinear
-from kcse.validation import MIN_SEQUENCE_LENGTH
-from kcse.validation import check_number
-from kcse.validation import check_sequence_length
+from kcse.foundation.validation import MIN_SEQUENCE_LENGTH
+from kcse.foundation.validation import check_number
+from kcse.foundation.validation import check_sequence_length
 
 SENTENCES = ["the cat sat", "a dog ran fast"]
 

@@ -31,7 +31,7 @@ test = builder.as_dataset(split="test")  # sentence1, sentence2, label
 ```
 """
 
-from kcse import optional_packages
+from kcse.foundation import optional_packages
 
 # Without tensorflow-datasets: one line naming it, not a traceback from a builder.
 optional_packages.require("tensorflow_datasets", "kcse's TFDS builders (kcse.data.tfds)")

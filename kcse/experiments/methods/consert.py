@@ -3,9 +3,9 @@
 import argparse
 import dataclasses
 
-from kcse import arguments
+from kcse.foundation import arguments
 from kcse.data.nli import read_nli
-from kcse.digests import content_digest
+from kcse.foundation.digests import content_digest
 from kcse.experiments.methods.method import NLI_FLAG
 from kcse.experiments.methods.method import OPTIMIZER_FLAG
 from kcse.experiments.methods.method import Flag

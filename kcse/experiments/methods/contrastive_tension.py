@@ -1,6 +1,6 @@
 """Contrastive Tension (Carlsson et al., ICLR 2021)."""
 
-from kcse import arguments
+from kcse.foundation import arguments
 from kcse.experiments.methods.method import Flag
 from kcse.experiments.methods.method import Method
 from kcse.experiments.methods.method import PaperSetting

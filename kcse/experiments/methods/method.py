@@ -64,7 +64,7 @@ class Flag:
 
     Example:
     ```python
-    from kcse import arguments
+    from kcse.foundation import arguments
 
     flag = Flag("--projection-dim", type=arguments.positive_integer, default=4096)
     flag.dest, flag.default  # ("projection_dim", 4096)

@@ -2,7 +2,7 @@
 
 import argparse
 
-from kcse import arguments
+from kcse.foundation import arguments
 from kcse.experiments.methods.method import OPTIMIZER_FLAG
 from kcse.experiments.methods.method import Flag
 from kcse.experiments.methods.method import Method

@@ -3,11 +3,11 @@
 import argparse
 import pathlib
 
-from kcse import arguments
+from kcse.foundation import arguments
 from kcse.data.text_views import read_synonym_table
 from kcse.data.text_views import text_view_from_spec
 from kcse.data.text_views import text_view_pairs
-from kcse.digests import content_digest
+from kcse.foundation.digests import content_digest
 from kcse.experiments.methods.method import Flag
 from kcse.experiments.methods.method import Method
 from kcse.experiments.methods.method import PaperSetting

@@ -3,11 +3,11 @@
 import collections
 import random
 
-from kcse import arguments
+from kcse.foundation import arguments
 from kcse.data.chinese import LABEL_SCALES
 from kcse.data.nli import NLITriplets
 from kcse.data.nli import nli_triplets
-from kcse.digests import content_digest
+from kcse.foundation.digests import content_digest
 from kcse.experiments.methods.method import NLI_FLAG
 from kcse.experiments.methods.method import Flag
 from kcse.experiments.methods.method import Method

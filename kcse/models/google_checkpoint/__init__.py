@@ -1,6 +1,6 @@
 """Original Google-format TF checkpoints (`bert_config.json`, `vocab.txt`, `bert_model.ckpt.*`)."""
 
-from kcse.lazy_exports import lazy_exports
+from kcse.foundation.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "from_checkpoint": "kcse.models.google_checkpoint.checkpoint_converter",

@@ -6,7 +6,7 @@ import pathlib
 import keras_hub
 import numpy as np
 
-from kcse import optional_packages
+from kcse.foundation import optional_packages
 from kcse.models.google_checkpoint.checkpoint_index import index_files
 from kcse.models.google_checkpoint.families import CHECKPOINT_FEATURE
 from kcse.models.google_checkpoint.families import FAMILIES
@@ -18,8 +18,8 @@ from kcse.models.bert_backbone import BertBackbone
 from kcse.models.bert_backbone import config_hidden_act
 from kcse.models.relative_position.relative_position_backbone import NezhaBackbone
 from kcse.models.relative_position.relative_position_backbone import RoFormerBackbone
-from kcse import compat
-from kcse.validation import check_sequence_length
+from kcse.foundation import compat
+from kcse.foundation.validation import check_sequence_length
 
 # Checkpoint variables that are not part of the encoder: pre-training heads,
 # the step counter and optimizer slots.
@@ -271,7 +271,7 @@ def from_checkpoint(folder, family="bert", sequence_length=512):
     which then cannot be part of an exported graph).
 
     Reading the checkpoint needs TensorFlow (on any Keras backend), and
-    WoBERT's and RoFormer's tokenizer jieba: without them, a `kcse.optional_packages.MissingPackageError` names its `pip
+    WoBERT's and RoFormer's tokenizer jieba: without them, a `kcse.foundation.optional_packages.MissingPackageError` names its `pip
     install`, before any work.
 
     Returns:

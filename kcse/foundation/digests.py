@@ -4,7 +4,7 @@ Light (standard library only): model resolution uses them before Keras loads.
 
 Example:
 ```python
-from kcse import digests
+from kcse.foundation import digests
 
 digests.content_digest(["一个女孩在梳头。", 4.2])  # 16 hex digits
 ```

@@ -3,8 +3,8 @@
 import keras
 import pytest
 
-from kcse.training_stops import NonFiniteLossError
-from kcse.training_stops import StopOnNonFiniteLoss
+from kcse.foundation.training_stops import NonFiniteLossError
+from kcse.foundation.training_stops import StopOnNonFiniteLoss
 
 
 def test_the_asynchronous_nan_check_stops_soon_and_names_the_first_step():

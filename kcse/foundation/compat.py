@@ -2,7 +2,7 @@
 
 kcse builds on keras-hub's backbones and tokenizers and reaches a few of
 their internals that have no public form. Each is used only through this
-module, with a comment saying why; `tests/compat_test.py` checks each one
+module, with a comment saying why; `tests/foundation/compat_test.py` checks each one
 against the installed releases, so a release that moves one fails there,
 by name, rather than somewhere deep in a model. `pyproject.toml` bounds
 Keras and keras-hub to the releases these were checked on.
@@ -10,7 +10,7 @@ Keras and keras-hub to the releases these were checked on.
 Example:
 ```python
 import keras_hub
-from kcse import compat
+from kcse.foundation import compat
 
 block = keras_hub.layers.TransformerEncoder(intermediate_dim=8, num_heads=2)
 block.build((1, 4, 8))

@@ -13,8 +13,8 @@ import pytest
 import tensorflow as tf
 
 import kcse
-from kcse.compilation import padded_length
-from kcse.compilation import trim_padding
+from kcse.foundation.compilation import padded_length
+from kcse.foundation.compilation import trim_padding
 from kcse.objectives.encoder_objective import EncoderObjective
 from kcse.objectives.token_batches import trimmed_tokens
 
@@ -148,10 +148,10 @@ def test_padded_lengths_are_checked_and_saved():
 def test_docstring_examples_run(name, tmp_path, monkeypatch):
     from docstring_examples import run_examples
 
-    import kcse.compilation
+    import kcse.foundation.compilation
     import kcse.objectives.token_batches
 
-    module = kcse.objectives.token_batches if name == "TokenBatches" else kcse.compilation
+    module = kcse.objectives.token_batches if name == "TokenBatches" else kcse.foundation.compilation
     run_examples(name, getattr(module, name), tmp_path, monkeypatch)
 
 

@@ -10,9 +10,9 @@ import kcse
 from conftest import TINY_SENTENCES
 from conftest import tiny_bert
 from conftest import tiny_preprocessor
-from kcse.precision import dtype_policy_name
-from kcse.precision import precision_of
-from kcse.precision import set_precision
+from kcse.foundation.precision import dtype_policy_name
+from kcse.foundation.precision import precision_of
+from kcse.foundation.precision import set_precision
 
 
 @contextlib.contextmanager
@@ -121,10 +121,10 @@ def test_precision_names():
 def test_docstring_examples_run(name, tmp_path, monkeypatch):
     from docstring_examples import run_examples
 
-    import kcse.precision
+    import kcse.foundation.precision
 
     previous = keras.config.dtype_policy()
     try:
-        run_examples(name, getattr(kcse.precision, name), tmp_path, monkeypatch)
+        run_examples(name, getattr(kcse.foundation.precision, name), tmp_path, monkeypatch)
     finally:
         keras.config.set_dtype_policy(previous)

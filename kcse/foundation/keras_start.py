@@ -19,7 +19,7 @@ import re
 import sys
 import tempfile
 
-from kcse.backend_choice import chosen_backend
+from kcse.foundation.backend_choice import chosen_backend
 
 # TensorFlow's start-up lines: absl INFO and WARNING records, the absl
 # preamble, the CPU-feature note's second line, and cuInit on a machine
@@ -56,8 +56,8 @@ def _import_keras():
     """Imports Keras and keras-hub; a `UsageError` naming keras.json for the
     `ValueError` Keras raises as it starts on a setting there it rejects
     (`"floatx": "float8"`)."""
-    from kcse.arguments import UsageError
-    from kcse.backend_choice import keras_json_path
+    from kcse.foundation.arguments import UsageError
+    from kcse.foundation.backend_choice import keras_json_path
 
     try:
         importlib.import_module("keras")

@@ -42,7 +42,7 @@ def padded_length(longest, full_length, lengths=None):
     at least `longest`; `full_length` when there is none.
 
     ```python
-    from kcse.compilation import padded_length
+    from kcse.foundation.compilation import padded_length
 
     assert padded_length(13, 64) == 16  # multiples of 8
     assert padded_length(13, 64, lengths=(32, 64)) == 32
@@ -133,7 +133,7 @@ def use_compilation_cache(folder=None):
     import tempfile
 
     import keras
-    from kcse.compilation import use_compilation_cache
+    from kcse.foundation.compilation import use_compilation_cache
 
     folder = use_compilation_cache(tempfile.mkdtemp())
     assert (folder is None) == (keras.backend.backend() != "jax")

@@ -13,7 +13,7 @@ goes on without them.
 
 Example:
 ```python
-from kcse import file_locks
+from kcse.foundation import file_locks
 
 with file_locks.claiming("runs/e5"):  # OutputClaimedError if another run holds it
     ...  # write runs/e5
@@ -27,7 +27,7 @@ import pathlib
 import time
 import warnings
 
-from kcse import atomic_files
+from kcse.foundation import atomic_files
 
 try:
     import fcntl
@@ -128,7 +128,7 @@ def claiming(output):
     """Holds the claim on `output` (a file or folder to be written) for the body.
 
     Raises `OutputClaimedError` naming the holder's pid when another live
-    process holds it, and `kcse.atomic_files.WriteError` naming `output`
+    process holds it, and `kcse.foundation.atomic_files.WriteError` naming `output`
     when the claim file cannot be made. The claim file (`claim_path`) is
     deleted when the body ends, however it ends; one a killed process left
     behind holds no lock and is taken over by the next claim. Folders made

@@ -4,8 +4,8 @@ import keras
 import numpy as np
 
 from conftest import tiny_bert
-from kcse import weight_snapshot
-from kcse.weight_snapshot import WeightSnapshot
+from kcse.models import weight_snapshot
+from kcse.models.weight_snapshot import WeightSnapshot
 
 
 def test_restore_puts_back_every_weight_in_row_blocks(monkeypatch):

@@ -9,12 +9,12 @@ import sys
 
 import pytest
 
-from kcse import file_locks
+from kcse.foundation import file_locks
 
 # Claims its argument, says so on stdout, then waits to be killed.
 HOLDER = """
 import sys, time
-from kcse import file_locks
+from kcse.foundation import file_locks
 with file_locks.claiming(sys.argv[1]):
     print("held", flush=True)
     time.sleep(600)
@@ -85,7 +85,7 @@ def test_processes_started_together_on_one_output_write_it_once(tmp_path):
     the four others are told who does."""
     script = """
 import pathlib, sys, time
-from kcse import file_locks
+from kcse.foundation import file_locks
 output, index = pathlib.Path(sys.argv[1]), sys.argv[2]
 (output.parent / f"ready.{index}").touch()
 while len(list(output.parent.glob("ready.*"))) < 5:  # All start together.

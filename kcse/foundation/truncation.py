@@ -5,8 +5,8 @@ import warnings
 import numpy as np
 from keras import ops
 
-from kcse.validation import TruncationWarning
-from kcse.validation import user_stacklevel
+from kcse.foundation.validation import TruncationWarning
+from kcse.foundation.validation import user_stacklevel
 
 
 def text_tokens(preprocessor, texts):

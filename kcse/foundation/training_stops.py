@@ -2,7 +2,7 @@
 
 Every `EncoderObjective.fit` (and `BertFlow.adapt`) trains with
 `StopOnNonFiniteLoss` and `StopOnInterrupt`: a broken loss raises
-`NonFiniteLossError`, naming its step, and a Ctrl-C that `kcse.interrupts`
+`NonFiniteLossError`, naming its step, and a Ctrl-C that `kcse.foundation.interrupts`
 recorded stops training at the next step.
 """
 
@@ -11,7 +11,7 @@ import threading
 
 import keras
 
-from kcse import interrupts
+from kcse.foundation import interrupts
 
 
 class NonFiniteLossError(RuntimeError):
@@ -66,7 +66,7 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
     ```python
     # model, x, y: any compiled keras.Model and its data.
     try:
-        model.fit(x, y, callbacks=[kcse.training_stops.StopOnNonFiniteLoss()])
+        model.fit(x, y, callbacks=[kcse.foundation.training_stops.StopOnNonFiniteLoss()])
     except kcse.objectives.NonFiniteLossError as error:
         print(error.step, error.loss)  # nothing of this run should be kept
     ```
@@ -115,7 +115,7 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
 
 
 class StopOnInterrupt(keras.callbacks.Callback):
-    """Stops training at the step after a Ctrl-C that `kcse.interrupts`
+    """Stops training at the step after a Ctrl-C that `kcse.foundation.interrupts`
     recorded, and raises `KeyboardInterrupt` when `fit` ends.
 
     Every `EncoderObjective.fit` uses it. It reads no logs, so Keras may run

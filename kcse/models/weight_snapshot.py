@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 from keras import ops
 
-from kcse import compat
+from kcse.foundation import compat
 from kcse.models.embedding_lookup import gather_rows
 
 # Rows of a variable read or written at a time (e5-small's table: 1.5 MB).
@@ -47,7 +47,7 @@ class WeightSnapshot:
     ```python
     import keras
     import numpy as np
-    from kcse.weight_snapshot import WeightSnapshot
+    from kcse.models.weight_snapshot import WeightSnapshot
 
     layer = keras.layers.Dense(3)
     layer.build((None, 2))

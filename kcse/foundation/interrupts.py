@@ -9,9 +9,9 @@ command may carry on and write its output.
 
 `install()` records the first SIGINT instead, and kcse raises
 `KeyboardInterrupt` itself at the next safe point (`check()`): between
-training steps (`kcse.training_stops.StopOnInterrupt`),
+training steps (`kcse.foundation.training_stops.StopOnInterrupt`),
 between chunks of sentences being encoded, after a model loads, and before
-any file is renamed into place (`kcse.atomic_files`). A second Ctrl-C
+any file is renamed into place (`kcse.foundation.atomic_files`). A second Ctrl-C
 raises at once, as Python would. After a Ctrl-C the errors Python can
 only print ("Exception ignored in ...": a `__del__` of an object whose
 `__init__` the interruption cut short, TensorFlow's among them) are
@@ -19,7 +19,7 @@ dropped, so the command's one line is all the user reads.
 
 Example:
 ```python
-from kcse import interrupts
+from kcse.foundation import interrupts
 
 interrupts.install()
 for chunk in chunks:

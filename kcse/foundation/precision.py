@@ -35,7 +35,7 @@ def dtype_policy_name(precision):
     """Keras' dtype policy of a kcse precision (`"bfloat16"` -> `"mixed_bfloat16"`).
 
     ```python
-    from kcse.precision import dtype_policy_name
+    from kcse.foundation.precision import dtype_policy_name
 
     assert dtype_policy_name("bfloat16") == "mixed_bfloat16"
     ```
@@ -52,7 +52,7 @@ def set_precision(precision):
 
     ```python
     import keras
-    from kcse.precision import set_precision
+    from kcse.foundation.precision import set_precision
 
     set_precision("bfloat16")
     assert keras.config.dtype_policy().name == "mixed_bfloat16"
@@ -73,7 +73,7 @@ def precision_of(layer=None):
 
     ```python
     import keras
-    from kcse.precision import precision_of
+    from kcse.foundation.precision import precision_of
 
     assert precision_of(keras.layers.Dense(2, dtype="mixed_float16")) == "float16"
     assert precision_of(keras.layers.Dense(2, dtype="bfloat16")) == "policy bfloat16"

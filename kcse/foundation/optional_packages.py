@@ -9,7 +9,7 @@ naming it and the `pip install` that enables it, before any work.
 Example:
 
 ```python
-from kcse import optional_packages
+from kcse.foundation import optional_packages
 
 try:
     jieba = optional_packages.require("jieba", "WoBERT and RoFormer's tokenizer")

@@ -1,6 +1,6 @@
 import os
 
-from kcse import digests
+from kcse.foundation import digests
 
 
 def test_folder_digest_changes_when_a_file_is_written_again(tmp_path):

@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from kcse import atomic_files
+from kcse.foundation import atomic_files
 
 
 def names(folder):

@@ -1,4 +1,4 @@
-"""kcse.compat: each private Keras / keras-hub attribute kcse uses still exists.
+"""kcse.foundation.compat: each private Keras / keras-hub attribute kcse uses still exists.
 
 A Keras or keras-hub release that moves one of them fails here, by name.
 """
@@ -11,7 +11,7 @@ import keras_hub
 import numpy as np
 import pytest
 
-from kcse import compat
+from kcse.foundation import compat
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ return at once. A failure is a `UsageError`, which the commands print as
 one line, `<command>: error: <message>`, and exit with code 2.
 
 ```python
-parser = kcse.arguments.Parser(prog="demo")
-parser.add_argument("--batch-size", type=kcse.arguments.integer(minimum=2))
+parser = kcse.foundation.arguments.Parser(prog="demo")
+parser.add_argument("--batch-size", type=kcse.foundation.arguments.integer(minimum=2))
 parser.parse_args(["--batch-size", "1"])
 # UsageError: argument --batch-size: must be an integer >= 2; got '1' ...
 ```
@@ -24,7 +24,7 @@ import sys
 import warnings
 import zipfile
 
-from kcse.validation import MIN_SEQUENCE_LENGTH
+from kcse.foundation.validation import MIN_SEQUENCE_LENGTH
 
 # Random seeds reach numpy, whose seeds are 32-bit unsigned.
 SEED_LIMIT = 2**32

@@ -18,7 +18,7 @@ replace a folder only when it holds nothing else (`foreign_file`).
 
 Example:
 ```python
-from kcse import atomic_files
+from kcse.foundation import atomic_files
 
 atomic_files.write_json("out/results.json", {"spearman": 81.2})
 with atomic_files.replacing("out/vectors.npy") as temporary:
@@ -36,7 +36,7 @@ import pathlib
 import shutil
 import tempfile
 
-from kcse import interrupts
+from kcse.foundation import interrupts
 
 TEMPORARY_MARK = ".tmp"
 

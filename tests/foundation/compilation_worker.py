@@ -17,7 +17,7 @@ import keras  # noqa: E402
 import keras_hub  # noqa: E402
 
 import kcse  # noqa: E402
-from kcse.compilation import use_compilation_cache  # noqa: E402
+from kcse.foundation.compilation import use_compilation_cache  # noqa: E402
 from kcse.objectives.encoder_objective import EncoderObjective  # noqa: E402
 
 VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "cat", "dog", "sat", "ran", "the"]
