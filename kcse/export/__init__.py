@@ -10,13 +10,6 @@
   and int8), with the tokenizer files, for ONNX Runtime.
 """
 
-from kcse.foundation.lazy_exports import lazy_exports
+from kcse.public_api import exports
 
-_EXPORTS = {
-    "export_huggingface": "kcse.export.huggingface",
-    "export_sentence_transformers": "kcse.export.sentence_transformers",
-    "export_onnx": "kcse.export.onnx",
-    "UnsupportedExportError": "kcse.export.formats",
-}
-__all__ = list(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__, __getattr__, __dir__ = exports(__name__)

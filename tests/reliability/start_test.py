@@ -1,6 +1,5 @@
 """`import kcse` is light, Keras still finds kcse's classes, TensorFlow starts quietly."""
 
-import pathlib
 import subprocess
 import sys
 
@@ -69,16 +68,3 @@ def test_a_failing_import_shows_what_it_wrote():
     result = python(code)
     assert result.stderr == "I0000 the line before the failure\n"
 
-
-def test_every_registered_kcse_class_is_registered_as_keras_loads():
-    """Each module defining a Keras-serializable class is imported when Keras
-    loads (or, if lazily registered, when a saved config names its class)."""
-    from kcse.sentence_encoder import LAZILY_REGISTERED
-
-    package = pathlib.Path(kcse.__file__).parent
-    defining = {
-        ".".join(path.relative_to(package.parent).with_suffix("").parts)
-        for path in package.rglob("*.py")
-        if "@keras.saving.register_keras_serializable" in path.read_text()
-    }
-    assert defining == set(kcse._SERIALIZABLE_MODULES) | set(LAZILY_REGISTERED.values())

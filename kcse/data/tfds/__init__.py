@@ -32,6 +32,7 @@ test = builder.as_dataset(split="test")  # sentence1, sentence2, label
 """
 
 from kcse.foundation import optional_packages
+from kcse.public_api import exports
 
 # Without tensorflow-datasets: one line naming it, not a traceback from a builder.
 optional_packages.require("tensorflow_datasets", "kcse's TFDS builders (kcse.data.tfds)")
@@ -44,4 +45,4 @@ from kcse.data.tfds.stsb_multi_mt import StsbMultiMt  # noqa: E402
 
 BUILDERS = (ChineseSts, StsbMultiMt, StsEn, NliZh, Snli)
 
-__all__ = ["ChineseSts", "StsbMultiMt", "StsEn", "NliZh", "Snli", "BUILDERS"]
+__all__, __getattr__, __dir__ = exports(__name__)

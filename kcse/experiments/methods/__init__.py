@@ -46,8 +46,9 @@ from kcse.experiments.methods.linear_probe import LinearProbeMethod
 from kcse.experiments.methods.sg_opt import SGOptMethod
 from kcse.experiments.methods.simcse import SimCSEMethod
 from kcse.experiments.methods.sup_simcse import SupervisedSimCSEMethod
+from kcse.public_api import exports
 
-__all__ = []
+__all__, __getattr__, __dir__ = exports(__name__)
 
 # The registry: `--method` name -> method class.
 METHODS = {
