@@ -44,10 +44,12 @@ public_api.exported_by("kcse.experiments")  # {}: an internal package
 import importlib
 import sys
 
-# (module defining the names, the packages exporting them, the names), in
-# the order each package lists its names; a package lists them in the
-# order of their lines here, and docs/api.md lists the packages in the
-# order they first appear. A subpackage exported by name is its own module.
+# One line per module: (the module defining the names, the packages that
+# export them, the names), space-separated. A package's `__all__` follows
+# the order of the lines, and docs/api.md lists the packages in the order
+# they first appear here. A subpackage exported by name is its own module
+# (`kcse.data` is `("kcse.data", "kcse", "data")`); a module whose names go
+# to different packages, or sit apart in a package's order, has two lines.
 EXPORTS = (
     ("kcse.sentence_encoder", "kcse", "SentenceEncoder"),
     ("kcse.objectives.encoder_objective", "kcse.objectives", "EncoderObjective"),
@@ -138,8 +140,9 @@ EXPORTS = (
     ("kcse.data.tfds", "kcse.data.tfds", "BUILDERS"),
 )
 
-# Packages that export nothing (`__all__` is empty): what each holds, as
-# docs/api.md says it; import their modules by path.
+# Packages that export nothing (`__all__` is empty; import their modules by
+# path), with what each holds, as docs/api.md shows it. Every package of
+# kcse is in EXPORTS or here.
 INTERNAL_PACKAGES = {
     "kcse.experiments": "the recipes' machinery; import its modules by path",
     "kcse.foundation": "what every floor stands on; import its modules by path",
