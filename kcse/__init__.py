@@ -1,10 +1,11 @@
 """kcse: contrastive sentence embeddings for BERT-style encoders in Keras 3.
 
-The public names are imported on first use, so that `import kcse` (and the
-`kcse` command's `--help` and argument checks) does not import Keras or
-TensorFlow. Keras finds kcse's classes when it loads a `.keras` file
-because kcse registers them as soon as Keras is imported: `import kcse;
-keras.saving.load_model("encoder.keras")` works in either import order.
+The public names (declared once, in `kcse.public_api`) are imported on
+first use, so that `import kcse` (and the `kcse` command's `--help` and
+argument checks) does not import Keras or TensorFlow. Keras finds kcse's
+classes when it loads a `.keras` file because kcse registers them as soon
+as Keras is imported: `import kcse; keras.saving.load_model("encoder.keras")`
+works in either import order.
 """
 
 import importlib
@@ -16,7 +17,6 @@ from kcse import public_api
 
 __version__ = "0.1.0"
 
-# The public names, their modules and the Keras classes: kcse/public_api.py.
 __all__, __getattr__, __dir__ = public_api.exports(__name__)
 
 
