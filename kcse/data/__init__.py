@@ -17,7 +17,7 @@
 - CLEAR's text views (`text_views.py`): `WordDeletion`, `SpanDeletion`,
   `Reordering`, `SynonymSubstitution`, each `view(text, rng)`;
   `text_view_from_spec("word_deletion:0.7")`, `text_view_pairs(sentences, a, b,
-  seed)`, `read_synonym_table(path)`.
+  seed)` (`text_view_specs.py`), `read_synonym_table(path)` (`synonym_table.py`).
 - TFDS builders, one per file in `tfds/`: `ChineseSts`, `StsbMultiMt`,
   `StsEn`, `NliZh`, `Snli` (TensorFlow Datasets is imported on first use).
 
@@ -59,11 +59,11 @@ _EXPORTS = {
     "SpanDeletion": "kcse.data.text_views",
     "Reordering": "kcse.data.text_views",
     "SynonymSubstitution": "kcse.data.text_views",
-    "text_view_from_spec": "kcse.data.text_views",
-    "text_view_pairs": "kcse.data.text_views",
-    "read_synonym_table": "kcse.data.text_views",
-    "TEXT_VIEWS": "kcse.data.text_views",
-    "DEFAULT_RATES": "kcse.data.text_views",
+    "text_view_from_spec": "kcse.data.text_view_specs",
+    "text_view_pairs": "kcse.data.text_view_specs",
+    "read_synonym_table": "kcse.data.synonym_table",
+    "TEXT_VIEWS": "kcse.data.text_view_specs",
+    "DEFAULT_RATES": "kcse.data.text_view_specs",
     "ChineseSts": "kcse.data.tfds",
     "StsbMultiMt": "kcse.data.tfds",
     "StsEn": "kcse.data.tfds",
