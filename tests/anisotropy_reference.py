@@ -1,6 +1,8 @@
 """The anisotropy diagnostics transcribed to numpy: independent references.
 
-`kcse.evaluation.anisotropy` is checked against these, not against itself.
+kcse's anisotropy diagnostics (`kcse/evaluation/`: `token_counts`,
+`embedding_statistics`, `top_k_removal`, `alignment_and_uniformity` and
+the report, `anisotropy`) are checked against these, not against themselves.
 Each function computes in float64, brute force (no blocking, no candidate
 search), and uses nothing of kcse:
 

@@ -17,7 +17,7 @@
 - CLEAR's text views (`text_views.py`): `WordDeletion`, `SpanDeletion`,
   `Reordering`, `SynonymSubstitution`, each `view(text, rng)`;
   `text_view_from_spec("word_deletion:0.7")`, `text_view_pairs(sentences, a, b,
-  seed)`, `read_synonym_table(path)`.
+  seed)` (`text_view_specs.py`), `read_synonym_table(path)` (`synonym_table.py`).
 - TFDS builders, one per file in `tfds/`: `ChineseSts`, `StsbMultiMt`,
   `StsEn`, `NliZh`, `Snli` (TensorFlow Datasets is imported on first use).
 

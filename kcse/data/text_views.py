@@ -34,6 +34,10 @@ it makes are listed in its docstring (`tests/clear_reference.py` makes the
 same draws independently). `text_view_pairs(sentences, view_a, view_b, seed)`
 draws both views of every sentence from one `random.Random(seed)`.
 
+Views by name (`text_view_from_spec`, `TEXT_VIEWS`, `DEFAULT_RATES`) and
+the pairs of views (`text_view_pairs`) are in `text_view_specs.py`; the
+synonym tables (`read_synonym_table`) in `synonym_table.py`.
+
 Example:
 ```python
 import random
@@ -47,7 +51,6 @@ a, b = kcse.data.text_view_pairs(["一个男人在吹一支大笛子。"], "span
 ```
 """
 
-import collections.abc
 import logging
 import numbers
 import random
@@ -55,17 +58,7 @@ import re
 
 from kcse.foundation import digests
 from kcse.foundation import optional_packages
-from kcse.data.sentence_pairs import MalformedLineError
-from kcse.data.sentence_pairs import read_text
-
-TEXT_VIEWS = ("word_deletion", "span_deletion", "reordering", "synonym_substitution")
-# The rate a spec without a value gets (see each class for the reason).
-DEFAULT_RATES = {
-    "word_deletion": 0.7,
-    "span_deletion": 0.3,
-    "reordering": 0.3,
-    "synonym_substitution": 0.3,
-}
+from kcse.data.synonym_table import check_synonym_table
 
 _CJK = re.compile(
     "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002a6df"
@@ -155,7 +148,7 @@ def _format_rate(rate):
     return repr(float(rate))
 
 
-class _TextView:
+class TextView:
     """What the four views share: segmentation, the call, spec and config."""
 
     name = None
@@ -192,7 +185,7 @@ class _TextView:
         return hash(self.spec)
 
 
-class _Deletion(_TextView):
+class _Deletion(TextView):
     """What word and span deletion share: a rate, a marker, the count."""
 
     def __init__(self, rate, marker=None):
@@ -317,7 +310,7 @@ class SpanDeletion(_Deletion):
         return words[:start] + middle + words[start + k:]
 
 
-class Reordering(_TextView):
+class Reordering(TextView):
     """Swaps random pairs of equal-length spans of words (CLEAR's reorder).
 
     Follows the paper's description (§3.2; no authors' code released):
@@ -392,7 +385,7 @@ class Reordering(_TextView):
         return spec if self.pairs == 1 else f"{spec}:{self.pairs}"
 
 
-class SynonymSubstitution(_TextView):
+class SynonymSubstitution(TextView):
     """Replaces random words by synonyms from a table you give (CLEAR's subs).
 
     Follows the paper's description (§3.2; no authors' code released):
@@ -436,7 +429,7 @@ class SynonymSubstitution(_TextView):
 
     def __init__(self, synonyms, rate):
         self.rate = _check_rate(rate, self.name)
-        self.synonyms = _check_table(synonyms, self.name)
+        self.synonyms = check_synonym_table(synonyms, self.name)
         self.synonyms_digest = digests.content_digest(self.synonyms)
 
     def edit_words(self, words, rng):
@@ -461,187 +454,3 @@ class SynonymSubstitution(_TextView):
     def __repr__(self):
         return (f"SynonymSubstitution(<{len(self.synonyms)} words, "
                 f"{self.synonyms_digest}>, rate={self.rate!r})")
-
-
-def _check_table(synonyms, name):
-    """The table as `{word: [synonyms]}`: own word and repeats out, empty rows out."""
-    if not isinstance(synonyms, collections.abc.Mapping):
-        raise TypeError(
-            f"{name}: synonyms must be a dict word -> list of synonyms; "
-            f"got {type(synonyms).__name__}.")
-    table = {}
-    for word, entries in synonyms.items():
-        if not isinstance(word, str) or not word.strip():
-            raise ValueError(f"{name}: a synonym table's word must be a non-empty str; "
-                             f"got {word!r}.")
-        if isinstance(entries, str) or not isinstance(entries, collections.abc.Iterable):
-            raise ValueError(f"{name}: the synonyms of {word!r} must be a list of str; "
-                             f"got {entries!r}.")
-        kept = []
-        for entry in entries:
-            if not isinstance(entry, str) or not entry.strip():
-                raise ValueError(f"{name}: a synonym of {word!r} is not a non-empty str: "
-                                 f"{entry!r}.")
-            if entry != word and entry not in kept:
-                kept.append(entry)
-        if kept:
-            table[word] = kept
-    return table
-
-
-def read_synonym_table(path, encoding="utf-8-sig"):
-    """Reads a synonym table: one `word<TAB>syn1 syn2 ...` per line.
-
-    Layout: UTF-8 text; each line is a word, one tab, then its synonyms
-    separated by spaces. Empty lines and lines starting with `#` are
-    skipped; a word given on several lines gets the synonyms of all of them
-    (in file order). A line without a tab, with an empty word or with no
-    synonym raises `MalformedLineError` naming the file and line.
-
-    Args:
-        path: the file.
-        encoding: defaults to UTF-8 (a byte-order mark is ignored).
-
-    Returns:
-        dict `word -> list of synonyms`, ready for `SynonymSubstitution`.
-
-    Example:
-    ```python
-    import pathlib
-
-    import kcse
-
-    pathlib.Path("synonyms.txt").write_text(
-        "# word<TAB>synonyms\\n喜欢\\t喜爱 爱\\nlarge\\tbig huge\\n", encoding="utf-8")
-    kcse.data.read_synonym_table("synonyms.txt")
-    # {'喜欢': ['喜爱', '爱'], 'large': ['big', 'huge']}
-    pathlib.Path("bad.txt").write_text("喜欢 喜爱\\n", encoding="utf-8")
-    try:
-        kcse.data.read_synonym_table("bad.txt")
-    except kcse.data.MalformedLineError as error:
-        message = str(error)  # 'bad.txt:1: expected word<TAB>synonyms ...'
-    ```
-    """
-    text = read_text(path, encoding)
-    table = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        if "\t" not in line:
-            raise MalformedLineError(
-                f"{path}:{number}: expected word<TAB>synonyms separated by spaces; "
-                f"no tab in {line!r}.")
-        word, _, rest = line.partition("\t")
-        word = word.strip()
-        entries = rest.split()
-        if not word:
-            raise MalformedLineError(f"{path}:{number}: the word before the tab is empty.")
-        if not entries:
-            raise MalformedLineError(f"{path}:{number}: {word!r} has no synonym after the tab.")
-        if any(ch.isspace() for ch in word):
-            raise MalformedLineError(
-                f"{path}:{number}: the word {word!r} holds a space; one word per line.")
-        table.setdefault(word, []).extend(entries)
-    return table
-
-
-def text_view_from_spec(spec, synonyms=None):
-    """The view a spec names: `name[:rate[:extra]]`.
-
-    Names (`TEXT_VIEWS`): `word_deletion`, `span_deletion` (extra: the
-    marker, e.g. `word_deletion:0.7:[DEL]`), `reordering` (extra: pairs,
-    e.g. `reordering:0.3:2`), `synonym_substitution` (needs `synonyms`).
-    A name alone takes `DEFAULT_RATES[name]`. A view's `spec` gives it back:
-    `text_view_from_spec(view.spec, synonyms) == view`. Errors are
-    `ValueError`s naming the spec: an unknown name, a rate that is not a
-    number in [0, 1), a bad extra field, `synonym_substitution` without a
-    table.
-
-    Example:
-    ```python
-    import kcse
-
-    kcse.data.text_view_from_spec("word_deletion")          # WordDeletion(rate=0.7, marker=None)
-    kcse.data.text_view_from_spec("reordering:0.3:2")       # Reordering(rate=0.3, pairs=2)
-    kcse.data.text_view_from_spec("synonym_substitution:0.2", synonyms={"好": ["佳"]})
-    try:
-        kcse.data.text_view_from_spec("word_deletion:1.5")
-    except ValueError as error:
-        message = str(error)  # "text view spec 'word_deletion:1.5': ..."
-    ```
-    """
-    if isinstance(spec, _TextView):
-        return spec
-    if not isinstance(spec, str):
-        raise TypeError(f"a text view spec is a str such as 'word_deletion:0.3'; "
-                        f"got {type(spec).__name__}.")
-    name, *fields = spec.strip().split(":", 2)
-    where = f"text view spec {spec!r}"
-    if name not in TEXT_VIEWS:
-        raise ValueError(f"{where}: unknown view {name!r}; "
-                         f"known: {', '.join(TEXT_VIEWS)}.")
-    if fields:
-        try:
-            rate = float(fields[0])
-        except ValueError:
-            raise ValueError(f"{where}: the rate {fields[0]!r} is not a number.") from None
-    else:
-        rate = DEFAULT_RATES[name]
-    extra = fields[1] if len(fields) > 1 else None
-    try:
-        if name in ("word_deletion", "span_deletion"):
-            view_class = WordDeletion if name == "word_deletion" else SpanDeletion
-            return view_class(rate, marker=extra)
-        if name == "reordering":
-            if extra is None:
-                return Reordering(rate)
-            if not extra.isdigit():
-                raise ValueError(f"pairs must be an int >= 1; got {extra!r}.")
-            return Reordering(rate, pairs=int(extra))
-        if extra is not None:
-            raise ValueError(f"takes no field after the rate; got {extra!r}.")
-        if synonyms is None:
-            raise ValueError("synonym_substitution needs a synonym table: "
-                             "pass synonyms= (see read_synonym_table).")
-        return SynonymSubstitution(synonyms, rate)
-    except (ValueError, TypeError) as error:
-        raise ValueError(f"{where}: {error}") from None
-
-
-def text_view_pairs(sentences, view_a, view_b, seed, synonyms=None):
-    """Two views of every sentence, drawn from one `random.Random(seed)`.
-
-    Order of the draws: sentence by sentence, its view A then its view B
-    (`a[0], b[0], a[1], b[1], ...`) from one generator, so the result
-    depends only on the sentences, the views and `seed`.
-
-    Args:
-        sentences: an iterable of str.
-        view_a, view_b: views, or specs for `text_view_from_spec`.
-        seed: int, the seed of the generator.
-        synonyms: the table for a `synonym_substitution` spec.
-
-    Returns:
-        `(views_a, views_b)`: two lists of str, one entry per sentence.
-
-    Example:
-    ```python
-    import kcse
-
-    a, b = kcse.data.text_view_pairs(
-        ["a man is playing a large flute .", "我喜欢北京的秋天。"],
-        "word_deletion:0.3", "reordering:0.3", seed=1)
-    a  # ['a man playing large flute .', '我喜欢北京秋天']
-    b  # ['a is man playing a large flute .', '我喜欢北京。秋天的']
-    ```
-    """
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise TypeError(f"seed must be an int; got {seed!r}.")
-    view_a = text_view_from_spec(view_a, synonyms)
-    view_b = text_view_from_spec(view_b, synonyms)
-    rng = random.Random(int(seed))
-    views_a, views_b = [], []
-    for sentence in sentences:
-        views_a.append(view_a(sentence, rng))
-        views_b.append(view_b(sentence, rng))
-    return views_a, views_b

@@ -12,10 +12,10 @@ from kcse.foundation import compat
 from kcse.losses.contrastive_tension_loss import ContrastiveTensionLoss
 from kcse.models.block_recomputation import recomputed_blocks
 from kcse.objectives.encoder_objective import EncoderObjective
-from kcse.objectives.encoder_objective import is_tf_dataset
-from kcse.objectives.encoder_objective import tensorflow_importable
 from kcse.objectives.token_batches import DrawnPairBatches
 from kcse.objectives.token_batches import token_arrays
+from kcse.objectives.training_data import is_tf_dataset
+from kcse.objectives.training_data import tensorflow_importable
 from kcse.sentence_encoder import SentenceEncoder
 from kcse.foundation.validation import check_count
 from kcse.foundation.validation import check_texts

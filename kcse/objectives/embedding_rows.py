@@ -165,3 +165,18 @@ class EmbeddingRows:
         frozen = gather_rows(self.table, token_ids)
         vectors = ops.where(ops.expand_dims(row >= 0, -1), trained, frozen)
         return ops.cast(vectors, self.embedding.compute_dtype)
+
+
+class WriteBackEmbeddingRows(keras.callbacks.Callback):
+    """Writes trained embedding rows into the encoder after every step.
+
+    First of a fit's callbacks, so the others see the current weights.
+    """
+
+    def __init__(self, rows):
+        super().__init__()
+        self.rows = rows
+
+    def on_train_batch_end(self, batch, logs=None):
+        _ = self.model  # Under JAX, syncs the training state into the variables.
+        self.rows.write_back()

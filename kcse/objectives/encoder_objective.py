@@ -1,8 +1,6 @@
 """The base of every training objective: a Task wrapping a SentenceEncoder."""
 
 import contextlib
-import random
-import sys
 
 import keras
 import keras_hub
@@ -15,11 +13,20 @@ from kcse.foundation.compilation import trim_padding
 from kcse.models.block_recomputation import recomputed_blocks
 from kcse.models.embedding_lookup import token_embedding
 from kcse.objectives.embedding_rows import EmbeddingRows
+from kcse.objectives.embedding_rows import WriteBackEmbeddingRows
 from kcse.objectives.embedding_rows import separable_optimizer
 from kcse.objectives.embedding_rows import variable_scope
 from kcse.objectives.token_batches import DrawnPairBatches
 from kcse.objectives.token_batches import TokenBatches
 from kcse.objectives.token_batches import token_arrays
+from kcse.objectives.training_data import is_in_memory
+from kcse.objectives.training_data import is_tf_dataset
+from kcse.objectives.training_data import require_tensorflow
+from kcse.objectives.training_data import sample_count
+from kcse.objectives.training_data import static_batch_size
+from kcse.objectives.training_data import tensorflow_importable
+from kcse.objectives.training_data import training_dataset
+from kcse.objectives.training_data import with_batch_size
 from kcse.foundation.training_stops import StopOnInterrupt
 from kcse.foundation.training_stops import StopOnNonFiniteLoss
 from kcse.foundation.truncation import text_tokens
@@ -30,142 +37,6 @@ from kcse.foundation.validation import check_preprocessor_length
 from kcse.foundation.validation import check_texts
 from kcse.foundation import compat
 from kcse import distribution
-
-
-def training_dataset(
-    x, y=None, sample_weight=None, batch_size=None, shuffle=True,
-    drop_single_last=False, drop_remainder=False,
-):
-    """A batched `tf.data.Dataset` of in-memory samples, reshuffled each epoch.
-
-    Examples are batched `batch_size` at a time (32 by default), as
-    `keras.Model.fit` does with arrays. A tuple `x` is one input of several
-    columns (pairs, triplets), not `(x, y)`. With `drop_single_last`, a last
-    batch of exactly one sample is left out (each epoch's last sample after
-    reshuffling, so a different one every epoch); with `drop_remainder`,
-    a last, partial batch is left out (a multi-process run needs full global
-    batches to give every process its block of each).
-    """
-    import tensorflow as tf
-
-    samples = x
-    if y is not None or sample_weight is not None or isinstance(x, tuple):
-        samples = keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
-    dataset = tf.data.Dataset.from_tensor_slices(samples)
-    if shuffle:
-        dataset = reshuffled(dataset)
-    batch_size = batch_size or 32
-    count = int(dataset.cardinality())
-    if drop_single_last and count > 1 and count % batch_size == 1:
-        dataset = dataset.take(count - 1)
-    return dataset.batch(batch_size, drop_remainder=drop_remainder)
-
-
-def reshuffled(dataset):
-    """`dataset` (finite, in memory) in a new random order at every epoch.
-
-    The orders are numpy permutations from a generator seeded by Python's
-    `random` (which `keras.utils.set_random_seed` and
-    `kcse.experiments.training.seed_run` seed), so they depend on that seed
-    only: not on TensorFlow's global seed or on how many random ops the
-    process made before, as `Dataset.shuffle`'s would.
-    """
-    import tensorflow as tf
-
-    count = int(dataset.cardinality())
-    columns = dataset.batch(max(count, 1)).get_single_element()
-    generator = np.random.default_rng(random.randrange(2**63))
-
-    def order():
-        yield generator.permutation(count)
-
-    indices = tf.data.Dataset.from_generator(
-        order, output_signature=tf.TensorSpec((count,), tf.int64)
-    ).unbatch()
-    return indices.map(
-        lambda i: tf.nest.map_structure(lambda column: tf.gather(column, i), columns)
-    ).apply(tf.data.experimental.assert_cardinality(count))
-
-
-def _static_batch_size(samples):
-    """The static leading size shared by the tensors of `samples`, or None."""
-    import tensorflow as tf
-
-    sizes = {
-        value.shape[0] for value in tf.nest.flatten(samples)
-        if isinstance(value, tf.Tensor) and value.shape.rank
-    }
-    return sizes.pop() if len(sizes) == 1 else None
-
-
-def _with_batch_size(samples, rows):
-    """`samples` with their leading dimension set to `rows` (when known)."""
-    if rows is None:
-        return samples
-    import tensorflow as tf
-
-    return tf.nest.map_structure(
-        lambda value: tf.ensure_shape(value, [rows, *value.shape[1:]])
-        if isinstance(value, tf.Tensor) and value.shape.rank else value,
-        samples,
-    )
-
-
-class _WriteBackEmbeddingRows(keras.callbacks.Callback):
-    """Writes trained embedding rows into the encoder after every step.
-
-    First of a fit's callbacks, so the others see the current weights.
-    """
-
-    def __init__(self, rows):
-        super().__init__()
-        self.rows = rows
-
-    def on_train_batch_end(self, batch, logs=None):
-        _ = self.model  # Under JAX, syncs the training state into the variables.
-        self.rows.write_back()
-
-
-def is_tf_dataset(x):
-    """Whether `x` is a `tf.data.Dataset` (without importing TensorFlow)."""
-    tf = sys.modules.get("tensorflow")
-    return tf is not None and isinstance(x, tf.data.Dataset)
-
-
-def tensorflow_importable():
-    """Whether TensorFlow can be imported (imports it)."""
-    try:
-        import tensorflow  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def require_tensorflow(what):
-    """Raises ImportError naming `what` when TensorFlow cannot be imported."""
-    if not tensorflow_importable():
-        raise ImportError(
-            f"{what} kcse needs TensorFlow (tf.data): pip install tensorflow "
-            "tensorflow-text. Without it, train in one process on in-memory data."
-        )
-
-
-def _is_in_memory(x):
-    """Whether `x` is a list, tuple, dict or array rather than a data stream."""
-    return isinstance(x, (list, tuple, dict)) or hasattr(x, "__array__")
-
-
-def _sample_count(x):
-    """The number of samples of in-memory `x`; columns must agree in length."""
-    columns = list(x.values()) if isinstance(x, dict) else x
-    if not isinstance(x, (tuple, dict)):
-        return len(x)
-    lengths = [len(column) for column in columns]
-    if len(set(lengths)) > 1:
-        raise ValueError(
-            f"The columns of x differ in length: {', '.join(map(str, lengths))}."
-        )
-    return lengths[0] if lengths else 0
 
 
 class EncoderObjective(keras_hub.models.Task):
@@ -277,7 +148,7 @@ class EncoderObjective(keras_hub.models.Task):
         """
         import tensorflow as tf
 
-        rows = _static_batch_size(x)
+        rows = static_batch_size(x)
         lengths = self._batch_lengths()
         if isinstance(x, tuple) and self.preprocessor is not None:
             columns = [self.preprocessor(column) for column in x]
@@ -294,7 +165,7 @@ class EncoderObjective(keras_hub.models.Task):
             if isinstance(x, dict) and "padding_mask" in x:
                 x = trim_padding(x, lengths)
             samples = keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
-        return _with_batch_size(samples, rows)
+        return with_batch_size(samples, rows)
 
     def _batch_lengths(self):
         """The lengths training batches are padded to (`trim_padding`'s `lengths`)."""
@@ -392,7 +263,7 @@ class EncoderObjective(keras_hub.models.Task):
         check_count(kwargs.get("epochs", 1), "epochs")
         check_preprocessor_length(self.preprocessor, "fit")
         used_ids = None
-        if _is_in_memory(x):
+        if is_in_memory(x):
             batch_size, used_ids = self._check_in_memory(x, batch_size)
             sharded = distribution.process_count() > 1
             if not sharded and not tensorflow_importable():
@@ -437,7 +308,7 @@ class EncoderObjective(keras_hub.models.Task):
             if rows is not None:
                 rows.install()
                 context.callback(rows.uninstall)
-                callbacks = [_WriteBackEmbeddingRows(rows), *callbacks]
+                callbacks = [WriteBackEmbeddingRows(rows), *callbacks]
             optimizer = getattr(self, "optimizer", None)
             if optimizer is not None and not optimizer.built:
                 # Now rather than where Keras builds it on TensorFlow: inside
@@ -558,7 +429,7 @@ class EncoderObjective(keras_hub.models.Task):
         Returns the batch size (32 when None) and the distinct token ids of
         the data (None when they are not known before tokenizing).
         """
-        count = _sample_count(x)
+        count = sample_count(x)
         if count == 0:
             raise ValueError("x holds no training samples.")
         batch_size = check_count(32 if batch_size is None else batch_size, "batch_size")

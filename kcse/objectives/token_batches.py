@@ -5,7 +5,7 @@ TensorFlow is not installed (JAX, PyTorch), in-memory text is tokenised
 once before training instead (`token_arrays`; keras-hub's WordPiece
 tokenizers run without TensorFlow) and goes through `TokenBatches`, a
 `keras.utils.PyDataset` of numpy batches, as token arrays do. Its batches
-are those of `kcse.objectives.encoder_objective.training_dataset` on the
+are those of `kcse.objectives.training_data.training_dataset` on the
 same data (the same last batch left out, the same padded lengths, orders
 drawn the same way), but for one thing: Keras reads the first batch of a
 `tf.data` pipeline once before training, which draws an order of its own,
@@ -28,7 +28,7 @@ def epoch_orders(count, shuffle):
 
     With `shuffle`, numpy permutations from a generator seeded once by
     Python's `random` (seeded by `keras.utils.set_random_seed`), as
-    `encoder_objective.reshuffled` draws them; else the identity.
+    `training_data.reshuffled` draws them; else the identity.
     """
     if not shuffle:
         return lambda: np.arange(count)
@@ -72,7 +72,7 @@ def trimmed_tokens(features, lengths=None):
 
     The length is `kcse.foundation.compilation.padded_length` of the longest row
     (`padding_mask` summed): a multiple of 8, or one of `lengths`. Boolean
-    arrays become int32, as `encoder_objective.trim_padding` gives them.
+    arrays become int32, as `kcse.foundation.compilation.trim_padding` gives them.
     """
     mask = np.asarray(features["padding_mask"])
     full_length = mask.shape[-1]

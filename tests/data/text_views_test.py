@@ -4,7 +4,8 @@
 2020, §3.2; no authors' code released) apart from kcse; here kcse's exact
 edits on seeded English and Chinese sentences equal the reference's, for
 every view and several seeds, and the documented counts, permutations and
-errors hold.
+errors hold. Specs and pairs: text_view_specs_test.py; synonym files:
+synonym_table_test.py.
 """
 
 import random
@@ -12,47 +13,16 @@ import random
 import pytest
 
 import clear_reference as ref
-from kcse.data import DEFAULT_RATES
-from kcse.data import MalformedLineError
+from clear_sentences import CHINESE
+from clear_sentences import ENGLISH
+from clear_sentences import SEEDS
+from clear_sentences import SENTENCES
+from clear_sentences import TABLE
 from kcse.data import Reordering
 from kcse.data import SpanDeletion
 from kcse.data import SynonymSubstitution
-from kcse.data import TEXT_VIEWS
 from kcse.data import WordDeletion
-from kcse.data import read_synonym_table
-from kcse.data import text_view_from_spec
-from kcse.data import text_view_pairs
 from kcse.data.text_views import _segment
-
-ENGLISH = [
-    "A man is playing a large flute .",
-    "Three dogs run across the wet green grass near a small old house, barking loudly.",
-    "The quick brown fox jumps over the lazy dog",
-    "hello world",
-]
-CHINESE = [
-    "一个男人在吹一支大笛子。",
-    "我喜欢北京的秋天，天气很好，他说 Hello world 也喜欢。",
-    "今天下午我们一起去公园散步，然后在湖边的咖啡馆喝咖啡。",
-    "你好",
-]
-SENTENCES = ENGLISH + CHINESE
-SEEDS = [0, 1, 7, 2024]
-TABLE = {
-    "man": ["guy", "fellow"],
-    "large": ["big", "huge"],
-    "dogs": ["hounds"],
-    "grass": ["lawn", "turf"],
-    "quick": ["fast", "rapid"],
-    "lazy": ["idle"],
-    "喜欢": ["喜爱", "爱"],
-    "秋天": ["秋季"],
-    "天气": ["气候"],
-    "公园": ["花园", "园子"],
-    "散步": ["走走"],
-    "咖啡": ["咖啡饮料"],
-    "男人": ["男子"],
-}
 
 
 def kcse_and_reference():
@@ -215,42 +185,6 @@ def test_substitution_table_is_normalised():
         SynonymSubstitution({"a": "b"}, 0.5)
 
 
-def test_spec_round_trip_and_config():
-    views = [WordDeletion(0.7), WordDeletion(0.3, marker="[DEL]"), SpanDeletion(0.25),
-             SpanDeletion(0.5, marker="<del>"), Reordering(0.3), Reordering(0.6, pairs=2),
-             SynonymSubstitution(TABLE, 0.2)]
-    for view in views:
-        again = text_view_from_spec(view.spec, synonyms=TABLE)
-        assert again == view and again.get_config() == view.get_config()
-    assert WordDeletion(0.3).spec == "word_deletion:0.3"
-    assert WordDeletion(0.3, marker="[DEL]").spec == "word_deletion:0.3:[DEL]"
-    assert Reordering(0.6, pairs=2).spec == "reordering:0.6:2"
-    assert text_view_from_spec("word_deletion:0.30").spec == "word_deletion:0.3"
-    for name in TEXT_VIEWS:
-        view = text_view_from_spec(name, synonyms=TABLE)
-        assert view.name == name and view.rate == DEFAULT_RATES[name]
-    assert WordDeletion(0.5).get_config() == {"name": "word_deletion", "rate": 0.5,
-                                              "marker": None}
-
-
-@pytest.mark.parametrize("spec, match", [
-    ("word_dropout:0.3", "unknown view 'word_dropout'"),
-    ("word_deletion:1.0", r"\[0, 1\)"),
-    ("span_deletion:-0.1", r"\[0, 1\)"),
-    ("reordering:abc", "not a number"),
-    ("word_deletion:nan", r"\[0, 1\)"),
-    ("reordering:0.3:0", "pairs must be an int >= 1"),
-    ("reordering:0.3:two", "pairs must be an int >= 1"),
-    ("word_deletion:0.3: [DEL]", "marker"),
-    ("synonym_substitution:0.3", "needs a synonym table"),
-    ("synonym_substitution:0.3:x", "no field after the rate"),
-])
-def test_bad_specs_raise_naming_the_spec(spec, match):
-    with pytest.raises(ValueError, match=match) as error:
-        text_view_from_spec(spec)
-    assert repr(spec) in str(error.value)
-
-
 def test_bad_arguments():
     with pytest.raises(ValueError, match="rate"):
         WordDeletion(1)
@@ -262,57 +196,3 @@ def test_bad_arguments():
         WordDeletion(0.3)("a b c", 0)
     with pytest.raises(TypeError, match="takes a str"):
         WordDeletion(0.3)(None, random.Random(0))
-    with pytest.raises(TypeError, match="seed"):
-        text_view_pairs(["a"], "word_deletion", "reordering", seed="0")
-
-
-def test_text_view_pairs_draw_in_the_documented_order():
-    sentences = SENTENCES * 2
-    view_a = WordDeletion(0.3)
-    view_b = SynonymSubstitution(TABLE, 0.3)
-    for seed in SEEDS:
-        a, b = text_view_pairs(sentences, view_a, "synonym_substitution:0.3", seed,
-                               synonyms=TABLE)
-        rng = random.Random(seed)
-        expected_a, expected_b = [], []
-        for sentence in sentences:
-            expected_a.append(ref.del_word(sentence, 0.3, rng))
-            expected_b.append(ref.subs(sentence, 0.3, rng, TABLE))
-        assert (a, b) == (expected_a, expected_b)
-        assert (a, b) == text_view_pairs(sentences, view_a, view_b, seed)
-    assert text_view_pairs(sentences, "word_deletion", "reordering", 0) != \
-        text_view_pairs(sentences, "word_deletion", "reordering", 1)
-
-
-def test_read_synonym_table(tmp_path):
-    path = tmp_path / "synonyms.txt"
-    path.write_text("\ufeff# comment\n\n喜欢\t喜爱 爱\nlarge\tbig  huge\n喜欢\t中意\n",
-                    encoding="utf-8")
-    table = read_synonym_table(path)
-    assert table == {"喜欢": ["喜爱", "爱", "中意"], "large": ["big", "huge"]}
-    view = SynonymSubstitution(table, 0.5)
-    assert view("我喜欢北京的秋天。", random.Random(0)) in (
-        "我喜爱北京的秋天。", "我爱北京的秋天。", "我中意北京的秋天。")
-
-
-@pytest.mark.parametrize("content, line, match", [
-    ("喜欢\t喜爱\n喜欢 喜爱\n", 2, "no tab"),
-    ("\t喜爱\n", 1, "word before the tab is empty"),
-    ("a\tb\n喜欢\t  \n", 2, "no synonym"),
-    ("ice cream\tgelato\n", 1, "holds a space"),
-])
-def test_bad_table_lines_raise_naming_file_and_line(tmp_path, content, line, match):
-    path = tmp_path / "table.txt"
-    path.write_text(content, encoding="utf-8")
-    with pytest.raises(MalformedLineError, match=match) as error:
-        read_synonym_table(path)
-    assert str(error.value).startswith(f"{path}:{line}:")
-
-
-def test_missing_and_undecodable_tables(tmp_path):
-    with pytest.raises(FileNotFoundError):
-        read_synonym_table(tmp_path / "missing.txt")
-    path = tmp_path / "latin1.txt"
-    path.write_bytes("caf\xe9\tcoffee\n".encode("latin-1"))
-    with pytest.raises(MalformedLineError, match="latin1.txt"):
-        read_synonym_table(path)

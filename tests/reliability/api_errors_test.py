@@ -19,7 +19,7 @@ from conftest import TINY_PAIRS
 from conftest import tiny_bert
 from conftest import tiny_preprocessor
 from kcse.data import sentence_pairs
-from kcse.objectives.encoder_objective import training_dataset
+from kcse.objectives.training_data import training_dataset
 from kcse.sentence_encoder import TruncationWarning
 from kcse.foundation.truncation import truncated_texts
 

@@ -4,9 +4,9 @@ import argparse
 import pathlib
 
 from kcse.foundation import arguments
-from kcse.data.text_views import read_synonym_table
-from kcse.data.text_views import text_view_from_spec
-from kcse.data.text_views import text_view_pairs
+from kcse.data.synonym_table import read_synonym_table
+from kcse.data.text_view_specs import text_view_from_spec
+from kcse.data.text_view_specs import text_view_pairs
 from kcse.foundation.digests import content_digest
 from kcse.experiments.methods.method import Flag
 from kcse.experiments.methods.method import Method

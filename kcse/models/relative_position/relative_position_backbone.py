@@ -47,8 +47,45 @@ class RelativePositionBackbone(keras_hub.models.Backbone):
         dtype=None,
         **kwargs,
     ):
-        function = hidden_activation(activation)
         # === Layers ===
+        self._build_layers(
+            vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,
+            dropout, num_segments, max_relative_position, use_pooler,
+            hidden_activation(activation), dtype,
+        )
+
+        # === Functional Model ===
+        token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
+        segment_ids = keras.Input(shape=(None,), dtype="int32", name="segment_ids")
+        padding_mask = keras.Input(shape=(None,), dtype="int32", name="padding_mask")
+        super().__init__(
+            inputs={
+                "token_ids": token_ids,
+                "segment_ids": segment_ids,
+                "padding_mask": padding_mask,
+            },
+            outputs=self._outputs(token_ids, segment_ids, padding_mask),
+            dtype=dtype,
+            **kwargs,
+        )
+
+        # === Config ===
+        self.vocabulary_size = vocabulary_size
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.hidden_dim = hidden_dim
+        self.intermediate_dim = intermediate_dim
+        self.dropout = dropout
+        self.num_segments = num_segments
+        self.max_relative_position = max_relative_position
+        self.use_pooler = use_pooler
+        self.activation = activation
+
+    def _build_layers(
+        self, vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,
+        dropout, num_segments, max_relative_position, use_pooler, function, dtype,
+    ):
+        """The embedding stage, the blocks and the pooler, named as BERT's."""
         self.token_embedding = keras.layers.Embedding(
             vocabulary_size,
             hidden_dim,
@@ -95,10 +132,8 @@ class RelativePositionBackbone(keras_hub.models.Backbone):
                 name="pooled_dense",
             )
 
-        # === Functional Model ===
-        token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
-        segment_ids = keras.Input(shape=(None,), dtype="int32", name="segment_ids")
-        padding_mask = keras.Input(shape=(None,), dtype="int32", name="padding_mask")
+    def _outputs(self, token_ids, segment_ids, padding_mask):
+        """The functional graph from the inputs: the sequence and pooled outputs."""
         x = self.embeddings_add(
             (self.token_embedding(token_ids), self.segment_embedding(segment_ids))
         )
@@ -106,30 +141,9 @@ class RelativePositionBackbone(keras_hub.models.Backbone):
         for block in self.transformer_layers:
             x = block(x, padding_mask=padding_mask)
         outputs = {"sequence_output": x}
-        if use_pooler:
+        if self.pooled_dense is not None:
             outputs["pooled_output"] = self.pooled_dense(x[:, 0, :])
-        super().__init__(
-            inputs={
-                "token_ids": token_ids,
-                "segment_ids": segment_ids,
-                "padding_mask": padding_mask,
-            },
-            outputs=outputs,
-            dtype=dtype,
-            **kwargs,
-        )
-
-        # === Config ===
-        self.vocabulary_size = vocabulary_size
-        self.num_layers = num_layers
-        self.num_heads = num_heads
-        self.hidden_dim = hidden_dim
-        self.intermediate_dim = intermediate_dim
-        self.dropout = dropout
-        self.num_segments = num_segments
-        self.max_relative_position = max_relative_position
-        self.use_pooler = use_pooler
-        self.activation = activation
+        return outputs
 
     def get_config(self):
         config = super().get_config()
