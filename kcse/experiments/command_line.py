@@ -27,6 +27,8 @@ from kcse.data.chinese import CHINESE_TASKS
 from kcse.data.chinese import chinese_task_path
 from kcse.data.english import STSB_MULTI_MT_LANGUAGES
 from kcse.data.english import stsb_task
+from kcse.experiments.columns import add_column_arguments
+from kcse.experiments.columns import check_column_arguments
 from kcse.experiments.methods import METHODS
 from kcse.experiments.protocols import PROTOCOLS
 from kcse.experiments.protocols import SPLITS
@@ -46,12 +48,6 @@ SMALLEST_BATCH = 2
 # split that every stsb-multi-mt language has, and whose training sentences
 # from the train split where the language has one.
 MULTILINGUAL_PROTOCOLS = ("stsb", "su", "clean")
-
-
-def postprocessing_list(text):
-    """An argparse type: post-processings of `--postprocess`; whitening always."""
-    names = arguments.choices_list(("whitening", "flow", "trained-whitening"))(text)
-    return ["whitening"] + [name for name in names if name != "whitening"]
 
 
 def method_poolings(method):
@@ -150,28 +146,7 @@ def comparison_parser(doc, output, poolings=None, languages=None, methods=()):
     group.add_argument("--plot", action="store_true",
                        help="a PNG per cell: gold vs cosine, raw and trained "
                        "(needs matplotlib); with --diagnostics, a second one of them")
-    group.add_argument("--postprocess", type=postprocessing_list, default=["whitening"],
-                       help="what is scored beside the raw vectors without "
-                       "training: whitening (BERT-whitening, column b, always) "
-                       "and flow (BERT-flow, Li et al. 2020: a Glow flow "
-                       "trained by maximum likelihood on the vectors b whitens "
-                       "with; a column beside b) and trained-whitening "
-                       "(column c+w: BERT-whitening of the trained encoder, "
-                       "its statistics from the trained vectors of the "
-                       "protocol's whitening splits, as b's from the raw ones: "
-                       "bojone/BERT-whitening's compute_kernel_bias on "
-                       "bojone/SimCSE's trained encoder, the combination Su "
-                       "suggests in kexue.fm 8348; an encoding pass of those "
-                       "splits per cell and seed), e.g. whitening,flow")
-    group.add_argument("--diagnostics", action="store_true",
-                       help="anisotropy diagnostics of the raw and trained encoder "
-                       "per cell, in results.json: token-embedding norm and "
-                       "3-NN distance by frequency rank (BERT-flow's Table 2), "
-                       "Spearman with the top-k frequent tokens removed from "
-                       "average pooling (ConSERT's Table 1), alignment and "
-                       "uniformity (Wang & Isola) on the test split "
-                       "(kcse.evaluation.anisotropy_report; ~1 min per report "
-                       "for e5-small)")
+    add_column_arguments(group)
     add_verbose_argument(parser)
     add_training_arguments(parser)
     add_speed_arguments(parser)
@@ -438,6 +413,7 @@ def check_comparison_arguments(args, method):
             check_mteb_pair_counts(args.data_dir, args.tasks)
     if args.plot and not _importable("matplotlib"):
         raise arguments.UsageError('--plot needs matplotlib: pip install -e ".[plot]"')
+    check_column_arguments(args)
     check_method_arguments(method, args)
     check_train_file(args, method)
     check_speed_arguments(args)

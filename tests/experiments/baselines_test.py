@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import kcse
-from kcse.experiments import grid
 from kcse.experiments import methods
 from kcse.experiments import results
+from kcse.experiments.columns.diagnostics import DIAGNOSTICS_REVISION
 from kcse.experiments.protocols import PROTOCOLS
 from kcse.experiments.protocols import training_sentences
 from tiny_grid import SPLIT_PAIRS
@@ -68,7 +68,7 @@ def test_flow_and_diagnostics_are_stored_beside_whitening(tiny_setup, capsys):
     assert "[1/1] tiny_bert|P3|STS-B|su|simcse" in capsys.readouterr().out
     rerun = read_strict_json(tmp_path / "out" / "results.json")["cells"]
     assert set(rerun) == {older_key, key}
-    assert rerun[key]["settings"]["diagnostics"] == grid.DIAGNOSTICS_REVISION == 2
+    assert rerun[key]["settings"]["diagnostics"] == DIAGNOSTICS_REVISION == 2
 
 
 def test_diagnostics_read_the_sentences_with_the_model_prefix():
@@ -79,7 +79,7 @@ def test_diagnostics_read_the_sentences_with_the_model_prefix():
     from conftest import TINY_PAIRS
     from conftest import tiny_bert
     from conftest import tiny_preprocessor
-    from kcse.experiments.grid import diagnose
+    from kcse.experiments.columns.diagnostics import diagnose
 
     encoder = kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor(), pooling="last_avg")
     pairs = kcse.data.SentencePairs(TINY_PAIRS[0], TINY_PAIRS[1], np.array(TINY_PAIRS[2]))
