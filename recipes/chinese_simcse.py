@@ -38,7 +38,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
 def main(argv=None):
-    from kcse.experiments.command_line import recipe_main
+    from kcse.experiments.recipe_runs import recipe_main
 
     return recipe_main(
         "simcse", __doc__, REPO / "runs" / "chinese_simcse", argv, choose_method=True

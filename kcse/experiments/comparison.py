@@ -96,7 +96,7 @@ def run_comparison(args, method=None, log=print, raw_cache=None):
 
     The method's `protocol_defaults` (e.g. ConSERT's temperature 0.1) apply
     before the user's flags. The models compute in Keras' global dtype
-    policy, which `recipe_main` sets from `--precision`
+    policy, which `recipe_runs.recipe_main` sets from `--precision`
     (`command_line.start_speed`) before calling this. Raises
     `ComparisonError` (one line) for inputs it cannot use, before any model
     is loaded. `raw_cache`: `grid.Grid`'s. Returns `(store, keys)`:

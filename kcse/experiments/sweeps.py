@@ -322,12 +322,12 @@ def sweep_main(doc, output, argv=None):
     from kcse.experiments.command_line import add_method_arguments
     from kcse.experiments.command_line import check_comparison_arguments
     from kcse.experiments.command_line import comparison_parser
-    from kcse.experiments.command_line import exit_for_failed_cells
-    from kcse.experiments.command_line import finished_cells
+    from kcse.experiments.recipe_runs import exit_for_failed_cells
+    from kcse.experiments.recipe_runs import finished_cells
     from kcse.experiments.command_line import method_poolings
-    from kcse.experiments.command_line import one_line_stops
-    from kcse.experiments.command_line import run_grids
-    from kcse.experiments.command_line import write_mteb_output
+    from kcse.experiments.recipe_runs import one_line_stops
+    from kcse.experiments.recipe_runs import run_grids
+    from kcse.experiments.recipe_runs import write_mteb_output
 
     parser = comparison_parser(doc, output, method_poolings("consert"),
                                methods=["consert"])

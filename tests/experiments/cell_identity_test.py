@@ -390,3 +390,39 @@ def test_readable_names_tell_models_of_one_name_apart():
         "multilingual_e5_small": "e5-small (multilingual_e5_small)",
         "/x/a/bert": "a/bert", "/y/b/bert": "b/bert", "/n/nezha": "nezha",
     }
+
+
+def test_a_columns_flags_feed_the_identity_only_when_it_is_chosen():
+    """A column that is not in every grid adds its settings only when chosen,
+    so the cells of grids without it keep their keys; all-but-the-top's D
+    (`--abtt-directions`, default the paper's dim/100) is one of them."""
+    from kcse.experiments import command_line
+    from kcse.experiments.columns import check_column_arguments
+    from kcse.experiments.columns import chosen_columns
+    from kcse.experiments.columns.flow import flow_settings
+    from kcse.experiments.grid import Grid
+    from kcse.experiments.protocols import PROTOCOLS
+    from kcse.foundation import arguments
+
+    parser = command_line.comparison_parser("doc\n\nmore", "out")
+
+    def settings(*flags):
+        columns = chosen_columns(parser.parse_args(list(flags)))
+        return Grid(["m"], ["P1"], ["STS-B"], None, PROTOCOLS["su"],
+                    columns=columns).settings()
+
+    plain = settings()
+    assert not {"all_but_the_top", "flow", "trained_whitening", "diagnostics"} & set(plain)
+    assert settings("--postprocess", "whitening,flow,trained-whitening", "--diagnostics") == (
+        plain | {"flow": flow_settings(0), "trained_whitening": True, "diagnostics": 2})
+    auto = settings("--postprocess", "whitening,all-but-the-top")
+    two = settings("--postprocess", "all-but-the-top", "--abtt-directions", "2")
+    assert auto == plain | {"all_but_the_top": "auto"} and two == plain | {"all_but_the_top": 2}
+    keys = {results.cell_key("m", "P1", "STS-B", "su", "simcse", results.cell_identity(
+        {"source": "m"}, "P1", "STS-B", "data", chosen)) for chosen in (plain, auto, two)}
+    assert len(keys) == 3
+    with pytest.raises(arguments.UsageError,
+                       match="^--abtt-directions: add all-but-the-top to --postprocess$"):
+        check_column_arguments(parser.parse_args(["--abtt-directions", "2"]))
+    with pytest.raises(SystemExit):  # argparse: D must be a positive integer.
+        parser.parse_args(["--postprocess", "all-but-the-top", "--abtt-directions", "0"])

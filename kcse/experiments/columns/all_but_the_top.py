@@ -17,7 +17,7 @@ class AllButTheTopColumn(Column):
     label = "abtt"
     headings = ("abtt",)
     unfitted = "n/a"
-    postprocess = ("all-but-the-top, Mu & Viswanath 2018: the vectors b whitens "
+    postprocess = ("Mu & Viswanath 2018: the vectors b whitens "
                    "with give a mean and their top D principal directions "
                    "(--abtt-directions), removed from the raw vectors; a column "
                    "beside b")
