@@ -25,10 +25,10 @@ from kcse.experiments.protocols import train_file_line
 from kcse.experiments.provenance import run_provenance
 from kcse.experiments.published import published_reference
 from kcse.experiments.columns import chosen_columns
-from kcse.experiments.results import CHINESE_TITLE
-from kcse.experiments.results import FAILED
-from kcse.experiments.results import ResultStore
-from kcse.experiments.results import text_table
+from kcse.experiments.results.tables import CHINESE_TITLE
+from kcse.experiments.cell_record import FAILED
+from kcse.experiments.results.store import ResultStore
+from kcse.experiments.results.tables import text_table
 from kcse.layers.pooling_rules import SU_POOLINGS
 from kcse.models import model_sources
 from kcse.foundation.precision import precision_of

@@ -23,7 +23,12 @@ from kcse.experiments.protocols import protocol_settings
 from kcse.experiments.published import published_cell
 from kcse.experiments.provenance import run_provenance
 from kcse.models.weight_snapshot import WeightSnapshot
-from kcse.experiments import results
+from kcse.experiments.results.identity import NUMERICS
+from kcse.experiments.results.identity import cell_identity
+from kcse.experiments.results.identity import cell_key
+from kcse.experiments.results.identity import run_settings
+from kcse.experiments.results.identity import setting_differences
+from kcse.experiments.results.identity import settings_id
 from kcse.layers.pooling_rules import unavailable_pooling
 from kcse.layers.sentence_pooling import resolve_pooling
 from kcse.evaluation.mteb_results import encoder_meta
@@ -127,15 +132,15 @@ class Grid:
         return self.strategy.scope() if self.strategy else contextlib.nullcontext()
 
     def settings(self):
-        """Every setting of its cells (`results.run_settings`): protocol,
+        """Every setting of its cells (`results.identity.run_settings`): protocol,
         method, seeds, the chosen columns' and the precision unless float32."""
-        settings = results.run_settings(protocol_settings(self.protocol),
+        settings = run_settings(protocol_settings(self.protocol),
                                         self.method.settings(), self.seed, self.seeds)
         for column in self.columns:
             settings |= column.settings(self.seed)
         # The models compute in the global policy's precision. float32, kcse's
         # only precision before there was a choice, is left out, so that its
-        # cells keep the identity they always had (`results.IMPLIED_SETTINGS`).
+        # cells keep the identity they always had (`results.identity.IMPLIED_SETTINGS`).
         if precision_of() != "float32":
             settings["precision"] = precision_of()
         return settings
@@ -143,7 +148,7 @@ class Grid:
 
 def run_cell(cell):
     """Scores one `Cell` in each of its columns; returns its record (see
-    `kcse.experiments.results.ResultStore`).
+    `kcse.experiments.results.store.ResultStore`).
 
     First every column's `prepare` (a, b and the other post-processings of
     the raw vectors; the raw diagnostics), then every column's `score`:
@@ -186,8 +191,8 @@ def run_grid(grid, store, log=print):
 
     A cell is skipped only when `store` holds it with the same identity: the
     same model source and weights, data, protocol, method, settings, seeds
-    and revision of kcse's numerics (`kcse.experiments.results.cell_identity`,
-    `results.NUMERICS`); cells of other settings or older numerics stay
+    and revision of kcse's numerics (`kcse.experiments.results.identity.cell_identity`,
+    `NUMERICS`); cells of other settings or older numerics stay
     beside the new ones, and a line says what differs. Models are loaded
     once and reset to their initial weights before each training; the raw
     vectors of all poolings of a model and task come from one encoding pass.
@@ -223,9 +228,9 @@ def run_grid(grid, store, log=print):
             splits[TRAIN_FILE] = grid.train_file
     cells = {}
     for spec, task, pooling in itertools.product(specs, grid.tasks, grid.poolings):
-        identity = results.cell_identity(
+        identity = cell_identity(
             spec.identity(), pooling, task, data_digests[task], settings)
-        key = results.cell_key(spec.name, pooling, task, grid.protocol.name,
+        key = cell_key(spec.name, pooling, task, grid.protocol.name,
                                grid.method.name, identity)
         cells[key] = (spec, pooling, task, data_digests[task])
     report_other_settings(store, cells, settings, log)
@@ -323,8 +328,8 @@ def run_group(grid, store, spec, task, data, loaded, runnable, settings, progres
         with grid.scope():
             record = run_cell(cell)
         record |= {"settings": settings,
-                   "settings_id": results.settings_id(settings),
-                   "numerics": results.NUMERICS,
+                   "settings_id": settings_id(settings),
+                   "numerics": NUMERICS,
                    "data_digest": data_digest,
                    "provenance": run_provenance()}
         store.add(key, record)
@@ -349,7 +354,7 @@ def report_other_settings(store, cells, settings, log):
 
     A place is a model, pooling, task, protocol and method; a stored cell
     there with another identity (other settings, seeds, data, or numbers
-    computed by older kcse code: `results.NUMERICS`) stays in the
+    computed by older kcse code: `NUMERICS`) stays in the
     store and in results.md beside the new one, and the line names each
     difference, so that nobody takes one for the other.
     """
@@ -365,10 +370,10 @@ def report_other_settings(store, cells, settings, log):
         if key in cells or place not in places:
             continue
         count += 1
-        differences.update(results.setting_differences(cell["settings"], settings))
+        differences.update(setting_differences(cell["settings"], settings))
         numerics = cell.get("numerics", 1)
-        if numerics != results.NUMERICS:
-            differences.add(f"kcse numerics {numerics} → {results.NUMERICS}")
+        if numerics != NUMERICS:
+            differences.add(f"kcse numerics {numerics} → {NUMERICS}")
         if cell["data_digest"] != places[place]:
             differences.add("the task's data")
     if count:

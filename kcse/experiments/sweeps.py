@@ -185,7 +185,7 @@ def sweep_rows(sweep, values, cells_per_value, tasks):
     average over the tasks (`-` where a cell has no c); the first two rows
     are the untrained a and b, the same for every value.
     """
-    from kcse.experiments.results import reported
+    from kcse.experiments.cell_record import reported
 
     def score(cell, column):
         if cell is None or cell.get("status") != "done":
@@ -244,7 +244,7 @@ def heatmap_matrix(views, cells_by_pair, task):
     view, each unordered pair's cell in both places (NaN: no number)."""
     import numpy as np
 
-    from kcse.experiments.results import reported
+    from kcse.experiments.cell_record import reported
 
     matrix = np.full((len(views), len(views)), np.nan)
     index = {view: i for i, view in enumerate(views)}

@@ -9,7 +9,8 @@ import pytest
 
 import kcse
 from kcse.experiments import methods
-from kcse.experiments import results
+from kcse.experiments.results.store import SCHEMA
+from kcse.experiments.results.identity import cell_key
 from kcse.experiments.columns.diagnostics import DIAGNOSTICS_REVISION
 from kcse.experiments.protocols import PROTOCOLS
 from kcse.experiments.protocols import training_sentences
@@ -58,10 +59,10 @@ def test_flow_and_diagnostics_are_stored_beside_whitening(tiny_setup, capsys):
                           for name in ("source", "family", "prefix", "digest")},
                 "pooling": "P3", "task": "STS-B", "data": cell["data_digest"],
                 "settings": older["settings"], "numerics": cell["numerics"]}
-    older_key = results.cell_key("tiny_bert", "P3", "STS-B", "su", "simcse", identity)
+    older_key = cell_key("tiny_bert", "P3", "STS-B", "su", "simcse", identity)
     assert older_key != key
     (tmp_path / "out" / "results.json").write_text(json.dumps(
-        {"schema": results.SCHEMA, "cells": {older_key: older}}))
+        {"schema": SCHEMA, "cells": {older_key: older}}))
     recipe("chinese_simcse").main(grid_arguments(
         tmp_path, model, "--poolings", "P3", "--batch-size", "16",
         "--postprocess", "whitening,flow", "--diagnostics"))

@@ -9,13 +9,13 @@ import scipy.stats
 import kcse
 from kcse.experiments import cell_scoring
 from kcse.experiments import grid
-from kcse.experiments.results import NUMERICS
+from kcse.experiments.results.identity import NUMERICS
 from kcse.experiments.columns import named_columns
 from kcse.experiments.columns import postprocessing_list
 from kcse.experiments.protocols import PROTOCOLS
 from kcse.experiments.protocols import SPLITS
 from kcse.experiments.protocols import with_overrides
-from kcse.experiments.results import ResultStore
+from kcse.experiments.results.store import ResultStore
 from authors_references import bojone_whitened_cosines
 from authors_references import torch_cosine_similarity
 from tiny_grid import SPLIT_PAIRS

@@ -27,7 +27,7 @@ Example (one cell of ConSERT on the bundled Chinese STS-B):
 ```python
 from kcse.experiments import grid, methods
 from kcse.experiments.protocols import PROTOCOLS, with_overrides
-from kcse.experiments.results import ResultStore
+from kcse.experiments.results.store import ResultStore
 
 store = ResultStore("runs/consert")
 grid.run_grid(grid.Grid(
