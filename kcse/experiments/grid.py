@@ -135,14 +135,19 @@ class Grid:
         """Every setting of its cells (`results.identity.run_settings`): protocol,
         method, seeds, the chosen columns' and the precision unless float32."""
         settings = run_settings(protocol_settings(self.protocol),
-                                        self.method.settings(), self.seed, self.seeds)
+                                self.method.settings(), self.seed, self.seeds)
         for column in self.columns:
-            settings |= column.settings(self.seed)
+            if column.settings_before_precision:
+                settings |= column.settings(self.seed)
         # The models compute in the global policy's precision. float32, kcse's
         # only precision before there was a choice, is left out, so that its
-        # cells keep the identity they always had (`results.identity.IMPLIED_SETTINGS`).
+        # cells keep the identity they always had (`IMPLIED_SETTINGS` of
+        # `results.identity`).
         if precision_of() != "float32":
             settings["precision"] = precision_of()
+        for column in self.columns:
+            if not column.settings_before_precision:
+                settings |= column.settings(self.seed)
         return settings
 
 

@@ -430,5 +430,6 @@ def test_a_columns_flags_feed_the_identity_only_when_it_is_chosen():
     with pytest.raises(arguments.UsageError,
                        match="^--abtt-directions: add all-but-the-top to --postprocess$"):
         check_column_arguments(parser.parse_args(["--abtt-directions", "2"]))
-    with pytest.raises(SystemExit):  # argparse: D must be a positive integer.
+    with pytest.raises(arguments.UsageError,
+                       match="--abtt-directions: must be an integer >= 1; got '0'"):
         parser.parse_args(["--postprocess", "all-but-the-top", "--abtt-directions", "0"])

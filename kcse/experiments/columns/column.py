@@ -14,8 +14,10 @@ cell is imported when it runs.
 import dataclasses
 import functools
 
+from kcse.experiments.cell_record import FAILED
 from kcse.experiments.cell_record import number
 from kcse.experiments.cell_record import reported
+from kcse.experiments.cell_record import split_text
 
 
 class Column:
@@ -31,12 +33,14 @@ class Column:
     `always`: in every grid (else chosen by its flags, and shown only when a
     cell has it); `trained`: scored on the trained encoder, so a failed cell
     reads `failed`; `unfitted`: the text of a cell whose field is null;
-    `legend`: a sentence results.md and su_table.md add when a cell has it.
+    `legend`: a sentence results.md and su_table.md add when a cell has it;
+    `settings_before_precision`: its settings come before the precision in
+    a cell's settings, the order results.md has always listed them in.
     """
 
     name = field = label = mteb_suffix = postprocess = legend = None
     headings = ()
-    always = trained = False
+    always = trained = settings_before_precision = False
     in_su_table = True
     unfitted = "-"
 
@@ -88,9 +92,6 @@ class Column:
         one; or `"avg"`, `"w-avg"`), as su_table.md prints it: `failed` for a
         trained column of a failed cell, `unfitted` for a null field, `-`
         where the cell has no such number."""
-        from kcse.experiments.cell_record import FAILED
-        from kcse.experiments.cell_record import split_text
-
         if self.trained and cell["status"] == FAILED:
             return "failed"
         scores = cell.get(self.field)
@@ -155,7 +156,9 @@ class Cell:
         """BERT-whitening `(mean, kernel)` of `fit_vectors` (None without)."""
         from kcse.experiments import cell_scoring
 
-        return None if self.fit_vectors is None else cell_scoring.adapted_whitening(self.fit_vectors)
+        if self.fit_vectors is None:
+            return None
+        return cell_scoring.adapted_whitening(self.fit_vectors)
 
     @property
     def trained_ok(self):

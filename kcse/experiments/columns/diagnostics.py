@@ -47,6 +47,7 @@ class DiagnosticsColumn(Column):
 
     name = field = "diagnostics"
     in_su_table = False
+    settings_before_precision = True
 
     def add_arguments(self, group):
         group.add_argument("--diagnostics", action="store_true",
