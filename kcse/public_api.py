@@ -154,6 +154,9 @@ INTERNAL_PACKAGES = {
     "kcse.foundation": "what every floor stands on; import its modules by path",
     "kcse.experiments.methods":
         "the methods of column c and their registry; import them by path",
+    "kcse.experiments.columns": "the grid's columns and their registry; import them by path",
+    "kcse.experiments.results":
+        "a grid's cell identity, store and tables; import them by path",
 }
 
 # The modules defining Keras-serializable classes

@@ -25,7 +25,8 @@ table per split and their averages, as bojone/SimCSE's eval.py prints
 them); finished cells are skipped when rerun. `--mteb-output DIR` also
 writes the cells as MTEB result files (a model per column). `--postprocess
 whitening,trained-whitening` adds c+w: column c's encoder whitened on its
-own vectors. With several GPUs the grid runs under MirroredStrategy.
+own vectors; `all-but-the-top` adds Mu & Viswanath's post-processing
+beside b. With several GPUs the grid runs under MirroredStrategy.
 `--method` trains column c with another method of
 `kcse.experiments.methods` (e.g. `linear_probe`: Su's Dense layer over the
 frozen encoder); `recipes/consert.py`, `sg_opt.py`, `sup_simcse.py` and
@@ -38,7 +39,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
 def main(argv=None):
-    from kcse.experiments.command_line import recipe_main
+    from kcse.experiments.recipe_runs import recipe_main
 
     return recipe_main(
         "simcse", __doc__, REPO / "runs" / "chinese_simcse", argv, choose_method=True

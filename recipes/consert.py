@@ -33,7 +33,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
 def main(argv=None):
-    from kcse.experiments.command_line import recipe_main
+    from kcse.experiments.recipe_runs import recipe_main
 
     return recipe_main(
         "consert", __doc__, REPO / "runs" / "consert", argv

@@ -153,7 +153,7 @@ def main(argv=None):
     one_line_warnings(prog)
     from kcse.foundation import atomic_files
     from kcse.experiments.command_line import keeping_dtype_policy
-    from kcse.experiments.command_line import one_line_stops
+    from kcse.experiments.recipe_runs import one_line_stops
     from kcse.experiments.command_line import start_speed
 
     def kept():

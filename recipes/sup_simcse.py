@@ -21,7 +21,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
 def main(argv=None):
-    from kcse.experiments.command_line import recipe_main
+    from kcse.experiments.recipe_runs import recipe_main
 
     return recipe_main(
         "sup_simcse", __doc__, REPO / "runs" / "sup_simcse", argv

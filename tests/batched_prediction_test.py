@@ -23,7 +23,7 @@ from kcse import batched_prediction
 from kcse.batched_prediction import bucket_length
 from kcse.batched_prediction import predict_in_chunks
 from kcse.batched_prediction import predict_in_length_order
-from kcse.experiments.grid import EveryPooling
+from kcse.experiments.cell_scoring import EveryPooling
 
 def sentence(i):
     """Sentence i: 1 to 50 words of the tiny vocabulary."""

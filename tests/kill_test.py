@@ -38,7 +38,9 @@ import kcse
 from conftest import tiny_bert
 from conftest import tiny_preprocessor
 from kcse.foundation import atomic_files
-from kcse.experiments import results
+from kcse.experiments.results.store import ResultStore
+from kcse.experiments.results.store import SCHEMA
+from kcse.experiments.results import tables
 from results_cells import CELLS
 from results_cells import grid_cell
 
@@ -259,9 +261,9 @@ def test_a_killed_results_write_leaves_the_old_or_the_new_results(tmp_path, resu
 
     def kill_once(i, delay):
         folder, progress = tmp_path / f"grid{i}", tmp_path / f"progress{i}"
-        atomic_files.write_json(folder / "results.json", {"schema": results.SCHEMA, "cells": start})
-        atomic_files.write_text(folder / "results.md", results.markdown(start))
-        atomic_files.write_text(folder / "su_table.md", results.su_markdown(start))
+        atomic_files.write_json(folder / "results.json", {"schema": SCHEMA, "cells": start})
+        atomic_files.write_text(folder / "results.md", tables.markdown(start))
+        atomic_files.write_text(folder / "su_table.md", tables.su_markdown(start))
         left = results_writers.kill_while_writing(
             ["results", folder, progress], folder, ".results.json.*.tmp.json", delay)
         # The lock file stays beside results.json (ResultStore's docstring).
@@ -270,7 +272,7 @@ def test_a_killed_results_write_leaves_the_old_or_the_new_results(tmp_path, resu
             ".*.tmp.*")
         text = (folder / "results.json").read_text(encoding="utf-8")
         json.loads(text, parse_constant=reject_constant)
-        cells = results.ResultStore(folder).cells
+        cells = ResultStore(folder).cells
         # The writer reports a write once the three files are in place: the
         # kill leaves that write or the next one, whose results.md and
         # su_table.md may still be the ones before.
@@ -278,9 +280,9 @@ def test_a_killed_results_write_leaves_the_old_or_the_new_results(tmp_path, resu
         stored = next((n for n in (reached, reached + 1) if cells == version(n)), None)
         assert stored is not None, f"killed after {delay} s: neither write {reached} nor the next"
         markdown = (folder / "results.md").read_text(encoding="utf-8")
-        assert markdown in {results.markdown(version(n)) for n in (stored, max(stored - 1, 0))}
+        assert markdown in {tables.markdown(version(n)) for n in (stored, max(stored - 1, 0))}
         su_table = (folder / "su_table.md").read_text(encoding="utf-8")
-        assert su_table in {results.su_markdown(version(n))
+        assert su_table in {tables.su_markdown(version(n))
                             for n in (stored, max(stored - 1, 0))}
         return delay, stored, left
 

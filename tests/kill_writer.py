@@ -14,7 +14,7 @@ import os
 import sys
 import threading
 
-from kcse.experiments import results
+from kcse.experiments.results.store import ResultStore
 from results_cells import CELLS
 from results_cells import grid_cell
 
@@ -58,7 +58,7 @@ def save_encoders(folder, reference, progress):
 
 
 def write_results(folder, progress):
-    store = results.ResultStore(folder)
+    store = ResultStore(folder)
     number = 0
     while True:
         number += 1

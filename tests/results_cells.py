@@ -2,7 +2,12 @@
 
 import math
 
-from kcse.experiments import results
+from kcse.experiments.cell_record import DONE
+from kcse.experiments.cell_record import FAILED
+from kcse.experiments.results.identity import cell_identity
+from kcse.experiments.results.identity import cell_key
+from kcse.experiments.results.identity import run_settings
+from kcse.experiments.results.identity import settings_id
 
 # A grid of 300 cells (3 models × 4 poolings × 5 tasks × 5 methods): results.json
 # of some hundreds of kB, so that each rewrite takes milliseconds.
@@ -29,10 +34,10 @@ def grid_cell(index, counter):
     source = {"source": f"/models/{model}", "family": "bert", "prefix": "",
               "digest": f"{index % len(MODELS):016x}",
               "description": f"original bert checkpoint /models/{model}"}
-    settings = results.run_settings(
+    settings = run_settings(
         {"batch_size": 64, "learning_rate": 1e-5, "max_steps": 1000},
         {"method": method, "temperature": 0.05}, seed=0, seeds=3)
-    identity = results.cell_identity(source, pooling, task, f"data{index % 5}", settings)
+    identity = cell_identity(source, pooling, task, f"data{index % 5}", settings)
     base = 50 + index % 31
     runs = [{"seed": seed, "scores": scores(base + seed + 3), "kept_step": counter + seed,
              "training_seconds": float(counter + 10 * seed), "training_samples": 10000}
@@ -40,7 +45,7 @@ def grid_cell(index, counter):
     record = {
         "model": model, "model_source": source, "pooling": pooling, "task": task,
         "protocol": "su", "method": method,
-        "status": results.FAILED if failed else results.DONE,
+        "status": FAILED if failed else DONE,
         "error": "ResourceExhaustedError: out of memory" if failed else None,
         "reported_split": "test",
         "raw": scores(base), "whitening": scores(base + 2, nan_pearson=index % 7 == 0),
@@ -51,11 +56,11 @@ def grid_cell(index, counter):
         "published": [31.5, 67.0, 70.8] if model == MODELS[0] else None,
         "training_samples": 10000, "whitening_sentences": 10000,
         "seconds": float(counter),
-        "settings": settings, "settings_id": results.settings_id(settings),
+        "settings": settings, "settings_id": settings_id(settings),
         "data_digest": f"data{index % 5}",
         "provenance": {"kcse": "0.1.0", "keras": "3.15.1", "keras_hub": "0.32.0",
                        "tensorflow": "2.21.0", "backend": "tensorflow",
                        "git_commit": None, "date": "2026-11-23T10:01:00+00:00"},
     }
-    key = results.cell_key(model, pooling, task, "su", method, identity)
+    key = cell_key(model, pooling, task, "su", method, identity)
     return key, record

@@ -2,7 +2,8 @@
 
 Every recipe (`recipes/chinese_simcse.py`, `consert.py`, `sg_opt.py`,
 `sup_simcse.py`) is `comparison_parser` plus its method's flags
-(`add_method_arguments`), run by `recipe_main`; `kcse train` shares the
+(`add_method_arguments`) and the grid columns' (`kcse.experiments.columns`),
+run by `recipe_runs.recipe_main`; `kcse train` shares the
 training and method flags, and both the speed flags (`--precision`,
 `--compilation-cache`: `add_speed_arguments`, applied by `start_speed`
 once TensorFlow and Keras started, before any model is built). Values are
@@ -15,11 +16,8 @@ nothing heavy. A failure is one line, `<recipe>: error: ...`, exit 2.
 import argparse
 import contextlib
 import pathlib
-import sys
 
 from kcse.foundation import arguments
-from kcse.foundation import atomic_files
-from kcse.foundation import interrupts
 from kcse.foundation.backend_choice import check_backend
 from kcse.foundation.precision import PRECISIONS
 from kcse.data.chinese import BUNDLED_CHINESE_STS
@@ -27,6 +25,8 @@ from kcse.data.chinese import CHINESE_TASKS
 from kcse.data.chinese import chinese_task_path
 from kcse.data.english import STSB_MULTI_MT_LANGUAGES
 from kcse.data.english import stsb_task
+from kcse.experiments.columns import add_column_arguments
+from kcse.experiments.columns import check_column_arguments
 from kcse.experiments.methods import METHODS
 from kcse.experiments.protocols import PROTOCOLS
 from kcse.experiments.protocols import SPLITS
@@ -46,12 +46,6 @@ SMALLEST_BATCH = 2
 # split that every stsb-multi-mt language has, and whose training sentences
 # from the train split where the language has one.
 MULTILINGUAL_PROTOCOLS = ("stsb", "su", "clean")
-
-
-def postprocessing_list(text):
-    """An argparse type: post-processings of `--postprocess`; whitening always."""
-    names = arguments.choices_list(("whitening", "flow", "trained-whitening"))(text)
-    return ["whitening"] + [name for name in names if name != "whitening"]
 
 
 def method_poolings(method):
@@ -74,7 +68,7 @@ def comparison_parser(doc, output, poolings=None, languages=None, methods=()):
     """The recipes' shared arguments; `doc` is the recipe's docstring.
 
     `output` is the default results folder; `poolings` the default ones
-    (None: the method's, `method_poolings`, set by `recipe_main` once
+    (None: the method's, `method_poolings`, set by `recipe_runs.recipe_main` once
     `--method` is known). The training settings default to None: the
     protocol's, or the method's `protocol_defaults`. With `languages` (the
     default `--data-dir` of stsb-multi-mt), the grid's tasks are
@@ -102,34 +96,10 @@ def comparison_parser(doc, output, poolings=None, languages=None, methods=()):
                        + "; Su: P1,P2,P3,P4; P2 is skipped without a pooler), also "
                        "last2avg, max and wk (SBERT-WK's layer weighting, "
                        "needs 6+ layers)")
-    if languages is None:
-        group.add_argument("--tasks", type=arguments.choices_list(CHINESE_TASKS),
-                           default=["STS-B"],
-                           help="ATEC, BQ, LCQMC, PAWSX, STS-B (default: STS-B)")
-        group.add_argument("--protocol", choices=sorted(PROTOCOLS), default="su")
-    else:
-        group.add_argument("--languages",
-                           type=arguments.choices_list(STSB_MULTI_MT_LANGUAGES),
-                           default=list(STSB_MULTI_MT_LANGUAGES),
-                           help="stsb-multi-mt languages (default: all 11: "
-                           f"{','.join(STSB_MULTI_MT_LANGUAGES)})")
-        group.add_argument("--protocol", choices=MULTILINGUAL_PROTOCOLS, default="stsb",
-                           help="stsb: column c trains on the train split's "
-                           "sentences (languages that have one), b whitens "
-                           "with the dev split's; su: every split's sentences "
-                           "train and whiten; clean: the train split's only "
-                           "(languages without one get neither b nor c)")
+    add_task_arguments(group, languages)
     group.add_argument("--checkpoint-root", type=pathlib.Path,
                        help="folder holding the original checkpoint folders")
-    if languages is None:
-        group.add_argument("--data-dir", type=pathlib.Path, default=None,
-                           help="<TASK>/<TASK>.{train,valid,test}.data folders "
-                           "(default: the Chinese STS-B bundled with kcse)")
-    else:
-        group.add_argument("--data-dir", type=pathlib.Path, default=languages,
-                           help="folder holding stsb_multi_mt/stsb-<language>-"
-                           "{train,dev,test}.csv (PhilipMay/stsb-multi-mt; dev "
-                           "and test for every language, train where there is one)")
+    add_data_argument(group, languages)
     group.add_argument("--output", type=pathlib.Path, default=output)
     group.add_argument("--seed", type=arguments.seed, default=0,
                        help="seed of the first training run (data order, dropout)")
@@ -150,28 +120,7 @@ def comparison_parser(doc, output, poolings=None, languages=None, methods=()):
     group.add_argument("--plot", action="store_true",
                        help="a PNG per cell: gold vs cosine, raw and trained "
                        "(needs matplotlib); with --diagnostics, a second one of them")
-    group.add_argument("--postprocess", type=postprocessing_list, default=["whitening"],
-                       help="what is scored beside the raw vectors without "
-                       "training: whitening (BERT-whitening, column b, always) "
-                       "and flow (BERT-flow, Li et al. 2020: a Glow flow "
-                       "trained by maximum likelihood on the vectors b whitens "
-                       "with; a column beside b) and trained-whitening "
-                       "(column c+w: BERT-whitening of the trained encoder, "
-                       "its statistics from the trained vectors of the "
-                       "protocol's whitening splits, as b's from the raw ones: "
-                       "bojone/BERT-whitening's compute_kernel_bias on "
-                       "bojone/SimCSE's trained encoder, the combination Su "
-                       "suggests in kexue.fm 8348; an encoding pass of those "
-                       "splits per cell and seed), e.g. whitening,flow")
-    group.add_argument("--diagnostics", action="store_true",
-                       help="anisotropy diagnostics of the raw and trained encoder "
-                       "per cell, in results.json: token-embedding norm and "
-                       "3-NN distance by frequency rank (BERT-flow's Table 2), "
-                       "Spearman with the top-k frequent tokens removed from "
-                       "average pooling (ConSERT's Table 1), alignment and "
-                       "uniformity (Wang & Isola) on the test split "
-                       "(kcse.evaluation.anisotropy_report; ~1 min per report "
-                       "for e5-small)")
+    add_column_arguments(group)
     add_verbose_argument(parser)
     add_training_arguments(parser)
     add_speed_arguments(parser)
@@ -179,6 +128,42 @@ def comparison_parser(doc, output, poolings=None, languages=None, methods=()):
                        help="splits column c is scored on (default: "
                        "test; a and b are scored on every split)")
     return parser
+
+
+def add_task_arguments(group, languages):
+    """`--tasks` and `--protocol` of Su's Chinese tasks, or, with
+    `languages`, `--languages` and `--protocol` of stsb-multi-mt's."""
+    if languages is None:
+        group.add_argument("--tasks", type=arguments.choices_list(CHINESE_TASKS),
+                           default=["STS-B"],
+                           help="ATEC, BQ, LCQMC, PAWSX, STS-B (default: STS-B)")
+        group.add_argument("--protocol", choices=sorted(PROTOCOLS), default="su")
+    else:
+        group.add_argument("--languages",
+                           type=arguments.choices_list(STSB_MULTI_MT_LANGUAGES),
+                           default=list(STSB_MULTI_MT_LANGUAGES),
+                           help="stsb-multi-mt languages (default: all 11: "
+                           f"{','.join(STSB_MULTI_MT_LANGUAGES)})")
+        group.add_argument("--protocol", choices=MULTILINGUAL_PROTOCOLS, default="stsb",
+                           help="stsb: column c trains on the train split's "
+                           "sentences (languages that have one), b whitens "
+                           "with the dev split's; su: every split's sentences "
+                           "train and whiten; clean: the train split's only "
+                           "(languages without one get neither b nor c)")
+
+
+def add_data_argument(group, languages):
+    """`--data-dir`: the Chinese tasks' folder, or stsb-multi-mt's
+    (default: `languages`)."""
+    if languages is None:
+        group.add_argument("--data-dir", type=pathlib.Path, default=None,
+                           help="<TASK>/<TASK>.{train,valid,test}.data folders "
+                           "(default: the Chinese STS-B bundled with kcse)")
+    else:
+        group.add_argument("--data-dir", type=pathlib.Path, default=languages,
+                           help="folder holding stsb_multi_mt/stsb-<language>-"
+                           "{train,dev,test}.csv (PhilipMay/stsb-multi-mt; dev "
+                           "and test for every language, train where there is one)")
 
 
 PRECISION_HELP = (
@@ -438,6 +423,7 @@ def check_comparison_arguments(args, method):
             check_mteb_pair_counts(args.data_dir, args.tasks)
     if args.plot and not _importable("matplotlib"):
         raise arguments.UsageError('--plot needs matplotlib: pip install -e ".[plot]"')
+    check_column_arguments(args)
     check_method_arguments(method, args)
     check_train_file(args, method)
     check_speed_arguments(args)
@@ -530,129 +516,3 @@ def _importable(name):
     import importlib.util
 
     return importlib.util.find_spec(name) is not None
-
-
-def recipe_main(method_name, doc, output, argv=None, poolings=None,
-                languages=None, choose_method=False):
-    """A comparison recipe's `main`: its method's flags, checks, then the grid.
-
-    `poolings`: the default rows (None: the method's, `method_poolings`).
-    `languages`: the default `--data-dir` of stsb-multi-mt for a grid over
-    its languages (`comparison_parser`). With `choose_method`, `--method`
-    picks any method of the registry (default: `method_name`) and every
-    method's flags are there. Returns the `ResultStore`; a bad argument or
-    input exits 2 with one line, failed cells exit 1 after the others ran.
-    """
-    names = list(METHODS) if choose_method else [method_name]
-    parser = comparison_parser(doc, output, poolings, languages, methods=names)
-    if choose_method:
-        parser.add_argument("--method", choices=tuple(METHODS), default=method_name,
-                            help="the method of column c (default: %(default)s)")
-    add_method_arguments(parser, names)
-    try:
-        args = parser.parse_args(argv)
-        method_name = args.method if choose_method else method_name
-        args.poolings = args.poolings or method_poolings(method_name)
-        check_comparison_arguments(args, method_name)
-    except arguments.UsageError as error:
-        print(f"{parser.prog}: error: {error}", file=sys.stderr)
-        sys.exit(2)
-    with one_line_stops(parser.prog, lambda: finished_cells(args.output)):
-        return run_recipe(parser.prog, args, method_name)
-
-
-@contextlib.contextmanager
-def one_line_stops(prog, kept):
-    """Ends a recipe that cannot write (a full disk) or is interrupted
-    (Ctrl-C, or what a library made of it) with one line and exit code 1
-    or 130, and one whose Keras cannot start (`start_keras`'s
-    UsageError) with exit code 2; `kept()` says in words what the run
-    wrote before."""
-    interrupts.install()
-    try:
-        yield
-    except arguments.UsageError as error:
-        print(f"{prog}: error: {error}", file=sys.stderr)
-        sys.exit(2)
-    except atomic_files.WriteError as error:
-        print(f"{prog}: error: {error}; {kept()}", file=sys.stderr)
-        sys.exit(1)
-    except BaseException as error:
-        if not interrupts.caused(error):
-            raise
-        print(f"{prog}: interrupted; {kept()}", file=sys.stderr)
-        sys.exit(130)
-
-
-def finished_cells(output):
-    """What results.json in `output` keeps of this run, in words."""
-    count = atomic_files.written.count(pathlib.Path(output) / "results.json")
-    if not count:
-        return "no cell finished, nothing written"
-    return f"{output}/results.json keeps the {count} cell(s) this run finished"
-
-
-def run_recipe(prog, args, method_name):
-    """`recipe_main`'s work once the arguments are checked; returns the
-    `ResultStore` (exit 1 after the grid when cells failed)."""
-    store, keys = run_grids(prog, [args], method_name)[0]
-    write_mteb_output(args, [(store, keys)])
-    exit_for_failed_cells(prog, store, keys)
-    return store
-
-
-def write_mteb_output(args, grids):
-    """`--mteb-output`: the finished cells of `grids` (`(store, keys)` of
-    each grid run) as MTEB result files (`kcse.experiments.mteb_cells`),
-    written by process 0 of a multi-process run."""
-    from kcse import distribution
-    from kcse.experiments.mteb_cells import write_cells_as_mteb
-
-    if getattr(args, "mteb_output", None) is None or not distribution.is_chief():
-        return
-    cells = [store.cells[key] for store, keys in grids for key in keys if key in store.cells]
-    folders = write_cells_as_mteb(args.mteb_output, cells)
-    print(f"MTEB results: {len(folders)} model(s) in {args.mteb_output / 'results'}")
-
-
-def run_grids(prog, runs, method_name):
-    """Starts TensorFlow once, then runs the grid of each checked argument
-    namespace of `runs` with `method_name`'s method (a sweep's values);
-    returns their `(store, keys)`. A bad input exits 2 with one line."""
-    from kcse.foundation.keras_start import start_keras
-
-    arguments.one_line_warnings(prog)
-    try:
-        start_keras(runs[0].verbose)  # A keras.json Keras rejects: a UsageError.
-        start_distributed(runs[0])
-    except arguments.UsageError as error:
-        print(f"{prog}: error: {error}", file=sys.stderr)
-        sys.exit(2)
-    from kcse.experiments import comparison
-    from kcse.experiments.methods import method_from_args
-
-    try:
-        methods = [method_from_args(method_name, args) for args in runs]
-    except (OSError, ValueError) as error:  # The contents of --nli.
-        print(f"{prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
-        sys.exit(2)
-    with keeping_dtype_policy():
-        print(start_speed(runs[0]))  # Before any model is built.
-        try:
-            raw_cache = {}  # The raw vectors, encoded once for every run.
-            return [comparison.run_comparison(args, method, raw_cache=raw_cache)
-                    for args, method in zip(runs, methods)]
-        except comparison.ComparisonError as error:
-            print(f"{prog}: error: {error}", file=sys.stderr)
-            sys.exit(error.exit_code)
-
-
-def exit_for_failed_cells(prog, store, keys):
-    """Exit 1 with one line naming each failed cell of `keys`, if any."""
-    from kcse.experiments import comparison
-
-    try:
-        comparison.check_cells(store, keys)
-    except comparison.CellsFailed as error:
-        print(f"{prog}: error: {error}", file=sys.stderr)
-        sys.exit(error.exit_code)

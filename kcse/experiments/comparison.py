@@ -24,10 +24,11 @@ from kcse.experiments.protocols import protocol_from_args
 from kcse.experiments.protocols import train_file_line
 from kcse.experiments.provenance import run_provenance
 from kcse.experiments.published import published_reference
-from kcse.experiments.results import CHINESE_TITLE
-from kcse.experiments.results import FAILED
-from kcse.experiments.results import ResultStore
-from kcse.experiments.results import text_table
+from kcse.experiments.columns import chosen_columns
+from kcse.experiments.results.tables import CHINESE_TITLE
+from kcse.experiments.cell_record import FAILED
+from kcse.experiments.results.store import ResultStore
+from kcse.experiments.results.tables import text_table
 from kcse.layers.pooling_rules import SU_POOLINGS
 from kcse.models import model_sources
 from kcse.foundation.precision import precision_of
@@ -95,10 +96,10 @@ def run_comparison(args, method=None, log=print, raw_cache=None):
 
     The method's `protocol_defaults` (e.g. ConSERT's temperature 0.1) apply
     before the user's flags. The models compute in Keras' global dtype
-    policy, which `recipe_main` sets from `--precision`
+    policy, which `recipe_runs.recipe_main` sets from `--precision`
     (`command_line.start_speed`) before calling this. Raises
     `ComparisonError` (one line) for inputs it cannot use, before any model
-    is loaded. `raw_cache`: `grid.run_grid`'s. Returns `(store, keys)`:
+    is loaded. `raw_cache`: `grid.Grid`'s. Returns `(store, keys)`:
     the keys of the grid's cells, which may have failed (`check_cells`).
     """
     method = method or SimCSEMethod()
@@ -149,16 +150,13 @@ def run_comparison(args, method=None, log=print, raw_cache=None):
         log(train_file_line(train_file, protocol))
     start = time.time()
     try:
-        keys = grid.run_grid(
+        keys = grid.run_grid(grid.Grid(
             specs, args.poolings, args.tasks, lambda task, split: data[task][split],
-            protocol, store, seed=args.seed, strategy=strategy,
+            protocol, method=method, seed=args.seed, seeds=args.seeds,
+            columns=chosen_columns(args), strategy=strategy,
             plot_dir=args.output / "plots" if args.plot else None,
-            log=log, method=method, seeds=args.seeds,
-            diagnostics=getattr(args, "diagnostics", False),
-            postprocess=getattr(args, "postprocess", ("whitening",)),
-            raw_cache=raw_cache,
-            train_file=train_file,
-        )
+            raw_cache=raw_cache, train_file=train_file,
+        ), store, log=log)
     except model_sources.SequenceLengthError as error:
         raise ComparisonError(f"{error}: give --max-length (PAWSX: --long-max-length) "
                               f"of at most {error.limit}") from None

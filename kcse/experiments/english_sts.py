@@ -80,7 +80,7 @@ def suite_markdown(model, results):
     """The papers' table in markdown: a header row, `model`'s row of
     Spearman ×100 with 2 decimals, a row of pair counts, then a paragraph
     saying how each column was computed and which sub-corpora were pooled."""
-    from kcse.experiments.results import _markdown_table
+    from kcse.experiments.results.tables import _markdown_table
 
     sets = results["sets"]
     rows = [["model", *sets, AVERAGE],

@@ -3,9 +3,9 @@
 A recipe's `--mteb-output DIR` writes, after the grid, every finished cell
 of the run in `mteb.ResultCache`'s layout (`kcse.evaluation.write_mteb_results`),
 so that the grid's numbers sit beside C-MTEB leaderboard entries. Each
-column of a cell is its own model: `<model>-<pooling>-raw` (a),
-`-whitening` (b), `-flow` (BERT-flow), `-<method>` (c, e.g.
-`e5-small-P3-simcse`) and `-<method>-whitening` (c+w). Its revision is a
+column of a cell is its own model (`Column.mteb_name`): `<model>-<pooling>-raw`
+(a), `-whitening` (b), `-all-but-the-top`, `-flow` (BERT-flow), `-<method>`
+(c, e.g. `e5-small-P3-simcse`) and `-<method>-whitening` (c+w). Its revision is a
 digest of what the cell's numbers depend on, the task and its data left
 out: the model's files (`model_source`), the pooling, protocol, method,
 every setting and kcse's numerics revision. Cells of one model, pooling and
@@ -23,17 +23,11 @@ from kcse.foundation.digests import content_digest
 from kcse.evaluation.mteb_results import ENCODER_FIELDS
 from kcse.evaluation.mteb_results import mteb_task_split
 from kcse.evaluation.mteb_results import write_mteb_results
-from kcse.experiments import results
+from kcse.experiments.columns import COLUMNS
+from kcse.experiments.results.store import is_finished
 
-# The columns of a cell that are scores of a model, in results.json's order.
-COLUMNS = ("raw", "whitening", "flow", "trained", "trained_whitening")
-
-
-def model_name(cell, column):
-    """The MTEB model name of `cell`'s `column`: `<model>-<pooling>-<what>`."""
-    what = {"trained": cell["method"],
-            "trained_whitening": f"{cell['method']}-whitening"}.get(column, column)
-    return f"{cell['model']}-{cell['pooling']}-{what}"
+# The columns of a cell that are scores of a model, in the tables' order.
+SCORE_COLUMNS = tuple(column for column in COLUMNS if column.mteb_suffix is not None)
 
 
 def cell_revision(cell):
@@ -52,14 +46,14 @@ def mteb_models(cells):
     splits MTEB does not evaluate are left out.
     """
     models = {}
-    for cell in filter(results.is_finished, cells):
-        for column in COLUMNS:
-            for split, scores in (cell.get(column) or {}).items():
+    for cell in filter(is_finished, cells):
+        for column in SCORE_COLUMNS:
+            for split, scores in (cell.get(column.field) or {}).items():
                 try:
                     mteb_task_split(cell["task"], split)
                 except ValueError:  # train; valid of LCQMC and PAWSX.
                     continue
-                models.setdefault((model_name(cell, column), cell_revision(cell)), []).append(
+                models.setdefault((column.mteb_name(cell), cell_revision(cell)), []).append(
                     (cell["task"], split, scores))
     return models
 
@@ -85,8 +79,8 @@ def model_sizes(cells):
     sizes = {}
     for cell in cells:
         size = cell.get("encoder") or {}
-        for column in COLUMNS:
-            known = sizes.setdefault((model_name(cell, column), cell_revision(cell)), dict(size))
+        for column in SCORE_COLUMNS:
+            known = sizes.setdefault((column.mteb_name(cell), cell_revision(cell)), dict(size))
             for field in ENCODER_FIELDS:
                 if known.get(field) != size.get(field):
                     known[field] = None

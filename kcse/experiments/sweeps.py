@@ -185,7 +185,7 @@ def sweep_rows(sweep, values, cells_per_value, tasks):
     average over the tasks (`-` where a cell has no c); the first two rows
     are the untrained a and b, the same for every value.
     """
-    from kcse.experiments.results import reported
+    from kcse.experiments.cell_record import reported
 
     def score(cell, column):
         if cell is None or cell.get("status") != "done":
@@ -244,7 +244,7 @@ def heatmap_matrix(views, cells_by_pair, task):
     view, each unordered pair's cell in both places (NaN: no number)."""
     import numpy as np
 
-    from kcse.experiments.results import reported
+    from kcse.experiments.cell_record import reported
 
     matrix = np.full((len(views), len(views)), np.nan)
     index = {view: i for i, view in enumerate(views)}
@@ -322,12 +322,12 @@ def sweep_main(doc, output, argv=None):
     from kcse.experiments.command_line import add_method_arguments
     from kcse.experiments.command_line import check_comparison_arguments
     from kcse.experiments.command_line import comparison_parser
-    from kcse.experiments.command_line import exit_for_failed_cells
-    from kcse.experiments.command_line import finished_cells
+    from kcse.experiments.recipe_runs import exit_for_failed_cells
+    from kcse.experiments.recipe_runs import finished_cells
     from kcse.experiments.command_line import method_poolings
-    from kcse.experiments.command_line import one_line_stops
-    from kcse.experiments.command_line import run_grids
-    from kcse.experiments.command_line import write_mteb_output
+    from kcse.experiments.recipe_runs import one_line_stops
+    from kcse.experiments.recipe_runs import run_grids
+    from kcse.experiments.recipe_runs import write_mteb_output
 
     parser = comparison_parser(doc, output, method_poolings("consert"),
                                methods=["consert"])

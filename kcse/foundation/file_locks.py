@@ -4,7 +4,7 @@ A claim is a `flock` held on a small file: the process that holds it may
 write what the claim is for; any other learns that at once
 (non-blocking), and a process that dies, however, releases its claims
 with it. Two uses: the cells of a shared results folder
-(`kcse.experiments.results.ResultStore`), and the output of a `kcse`
+(`kcse.experiments.results.store.ResultStore`), and the output of a `kcse`
 command (`claiming`), so that two commands started together on one new
 output do not both write it.
 

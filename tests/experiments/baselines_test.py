@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 import kcse
-from kcse.experiments import grid
 from kcse.experiments import methods
-from kcse.experiments import results
+from kcse.experiments.results.store import SCHEMA
+from kcse.experiments.results.identity import cell_key
+from kcse.experiments.columns.diagnostics import DIAGNOSTICS_REVISION
 from kcse.experiments.protocols import PROTOCOLS
 from kcse.experiments.protocols import training_sentences
 from tiny_grid import SPLIT_PAIRS
@@ -58,17 +59,17 @@ def test_flow_and_diagnostics_are_stored_beside_whitening(tiny_setup, capsys):
                           for name in ("source", "family", "prefix", "digest")},
                 "pooling": "P3", "task": "STS-B", "data": cell["data_digest"],
                 "settings": older["settings"], "numerics": cell["numerics"]}
-    older_key = results.cell_key("tiny_bert", "P3", "STS-B", "su", "simcse", identity)
+    older_key = cell_key("tiny_bert", "P3", "STS-B", "su", "simcse", identity)
     assert older_key != key
     (tmp_path / "out" / "results.json").write_text(json.dumps(
-        {"schema": results.SCHEMA, "cells": {older_key: older}}))
+        {"schema": SCHEMA, "cells": {older_key: older}}))
     recipe("chinese_simcse").main(grid_arguments(
         tmp_path, model, "--poolings", "P3", "--batch-size", "16",
         "--postprocess", "whitening,flow", "--diagnostics"))
     assert "[1/1] tiny_bert|P3|STS-B|su|simcse" in capsys.readouterr().out
     rerun = read_strict_json(tmp_path / "out" / "results.json")["cells"]
     assert set(rerun) == {older_key, key}
-    assert rerun[key]["settings"]["diagnostics"] == grid.DIAGNOSTICS_REVISION == 2
+    assert rerun[key]["settings"]["diagnostics"] == DIAGNOSTICS_REVISION == 2
 
 
 def test_diagnostics_read_the_sentences_with_the_model_prefix():
@@ -79,7 +80,7 @@ def test_diagnostics_read_the_sentences_with_the_model_prefix():
     from conftest import TINY_PAIRS
     from conftest import tiny_bert
     from conftest import tiny_preprocessor
-    from kcse.experiments.grid import diagnose
+    from kcse.experiments.columns.diagnostics import diagnose
 
     encoder = kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor(), pooling="last_avg")
     pairs = kcse.data.SentencePairs(TINY_PAIRS[0], TINY_PAIRS[1], np.array(TINY_PAIRS[2]))

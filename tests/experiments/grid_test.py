@@ -7,13 +7,15 @@ import pytest
 import scipy.stats
 
 import kcse
+from kcse.experiments import cell_scoring
 from kcse.experiments import grid
-from kcse.experiments.results import NUMERICS
-from kcse.experiments.command_line import postprocessing_list
+from kcse.experiments.results.identity import NUMERICS
+from kcse.experiments.columns import named_columns
+from kcse.experiments.columns import postprocessing_list
 from kcse.experiments.protocols import PROTOCOLS
 from kcse.experiments.protocols import SPLITS
 from kcse.experiments.protocols import with_overrides
-from kcse.experiments.results import ResultStore
+from kcse.experiments.results.store import ResultStore
 from authors_references import bojone_whitened_cosines
 from authors_references import torch_cosine_similarity
 from tiny_grid import SPLIT_PAIRS
@@ -152,13 +154,13 @@ def test_clean_protocol_never_trains_or_whitens_on_valid_or_test(
     plant_sentinels(task_dir, "STS-B", [3])
     trained, whitened = [], []
     original_fit = kcse.SimCSE.fit
-    original_whitening = grid.adapted_whitening
+    original_whitening = cell_scoring.adapted_whitening
     monkeypatch.setattr(
         kcse.SimCSE, "fit",
         lambda self, x, **kw: trained.extend(x) or original_fit(self, x, **kw),
     )
     monkeypatch.setattr(
-        grid, "adapted_whitening",
+        cell_scoring, "adapted_whitening",
         lambda data: whitened.append(np.array(data)) or original_whitening(data),
     )
     run_recipe(tmp_path, model, "--protocol", "clean", "--poolings", "P1",
@@ -205,11 +207,11 @@ def test_grid_runs_under_mirrored_strategy(tiny_setup, two_cpu_strategy):
     tmp_path, model = tiny_setup
     protocol = with_overrides(PROTOCOLS["su"], max_sentences=64, batch_size=16)
     store = ResultStore(tmp_path / "mirrored")
-    grid.run_grid(
+    grid.run_grid(grid.Grid(
         [model], ["P1"], ["STS-B"],
         lambda task, split: kcse.data.read_chinese_task(tmp_path / "data", task, split),
-        protocol, store, strategy=two_cpu_strategy,
-    )
+        protocol, strategy=two_cpu_strategy,
+    ), store)
     cell = cell_of(store.cells, "tiny_bert|P1|STS-B|su|simcse")
     assert np.isfinite(cell["trained"]["test"]["spearman"])
 
@@ -235,22 +237,22 @@ def test_trained_whitening_column_equals_bojone_whitening_of_the_trained_vectors
     protocol = with_overrides(PROTOCOLS["su"], max_sentences=64, batch_size=16,
                               learning_rate=1e-3, trained_splits=SPLITS)
     trained_vectors = []
-    encode_splits = grid.encode_splits
+    encode_splits = cell_scoring.encode_splits
 
     def recording(encoder, *args, **kwargs):
         vectors = encode_splits(encoder, *args, **kwargs)
-        if not isinstance(encoder, grid.EveryPooling):  # The trained encoder's.
+        if not isinstance(encoder, cell_scoring.EveryPooling):  # The trained encoder's.
             trained_vectors.append(vectors)
         return vectors
 
-    monkeypatch.setattr(grid, "encode_splits", recording)
+    monkeypatch.setattr(cell_scoring, "encode_splits", recording)
 
     def read(task, split):
         return kcse.data.read_chinese_task(tmp_path / "data", task, split)
 
     store = ResultStore(tmp_path / "out")
-    grid.run_grid([model], ["P1"], ["STS-B"], read, protocol, store,
-                  postprocess=("whitening", "trained-whitening"))
+    grid.run_grid(grid.Grid([model], ["P1"], ["STS-B"], read, protocol,
+                            columns=named_columns("trained-whitening")), store)
     cell = cell_of(store.cells, "tiny_bert|P1|STS-B|su|simcse")
     assert cell["settings"]["trained_whitening"] is True
     (vectors,) = trained_vectors

@@ -14,10 +14,15 @@ import pytest  # noqa: E402
 from mteb.cache import ResultCache  # noqa: E402
 from mteb.models.model_meta import ModelMeta  # noqa: E402
 
+import numpy as np  # noqa: E402
+import scipy.stats  # noqa: E402
+
 import kcse  # noqa: E402
 from kcse.evaluation.mteb_results import mteb_model_folder  # noqa: E402
 
-from kcse.experiments import results  # noqa: E402
+from all_but_the_top_reference import paper_all_but_the_top  # noqa: E402
+from authors_references import torch_cosine_similarity  # noqa: E402
+from kcse.experiments.cell_record import FAILED  # noqa: E402
 from kcse.experiments.mteb_cells import cell_revision  # noqa: E402
 from kcse.experiments.mteb_cells import write_cells_as_mteb  # noqa: E402
 from results_cells import MODELS  # noqa: E402
@@ -67,7 +72,7 @@ def test_each_column_of_each_finished_cell_is_a_model(tmp_path):
                                ("trained", "simcse")):
             name = f"kcse/{cell['model']}-{cell['pooling']}-{suffix}"
             tasks = read[name, cell_revision(cell)]
-            if cell["status"] == results.FAILED:
+            if cell["status"] == FAILED:
                 assert MTEB_NAMES[cell["task"]] not in tasks
                 continue
             stored = cell[column]["test"]
@@ -138,14 +143,25 @@ def test_the_recipe_writes_its_grid_for_mtebs_loader(tmp_path, shared_data, caps
     assert "--mteb-output" in error and "is a file" in error and error.count("\n") == 1
     assert not (tmp_path / "out").exists()
 
-    chinese_simcse.main(flags + ["--mteb-output", str(tmp_path / "mteb")])
-    assert "MTEB results: 3 model(s)" in capsys.readouterr().out
+    # With all-but-the-top (`--postprocess`), a column of one file and one
+    # registry line: in results.json, results.md, su_table.md and MTEB's files.
+    chinese_simcse.main(flags + ["--mteb-output", str(tmp_path / "mteb"),
+                                 "--postprocess", "whitening,all-but-the-top"])
+    out = capsys.readouterr().out
+    assert "MTEB results: 4 model(s)" in out
     cell, = read_strict_json(tmp_path / "out" / "results.json")["cells"].values()
     read = load_back(tmp_path / "mteb")
     revision = cell_revision(cell)
     assert sorted(read) == [(f"kcse/tiny_bert-P1-{suffix}", revision)
-                            for suffix in ("raw", "simcse", "whitening")]
-    for column, suffix in (("raw", "raw"), ("whitening", "whitening"), ("trained", "simcse")):
+                            for suffix in ("all-but-the-top", "raw", "simcse", "whitening")]
+    abtt = f"{cell['all_but_the_top']['test']['spearman']:.2f}"
+    assert f" / abtt {abtt} / c " in out
+    assert "| b whitening | abtt | c trained |" in (tmp_path / "out" / "results.md").read_text()
+    su_table = (tmp_path / "out" / "su_table.md").read_text()
+    assert "| a / b / abtt / c (test) | STS-B |" in su_table
+    assert f" / {abtt} / " in su_table and "**abtt** (when run)" in su_table
+    for column, suffix in (("raw", "raw"), ("whitening", "whitening"), ("trained", "simcse"),
+                           ("all_but_the_top", "all-but-the-top")):
         stsb = read[f"kcse/tiny_bert-P1-{suffix}", revision]["STSB"]
         for split, mteb_split in (("valid", "validation"), ("test", "test")):
             scores, = stsb.scores[mteb_split]
@@ -160,3 +176,18 @@ def test_the_recipe_writes_its_grid_for_mtebs_loader(tmp_path, shared_data, caps
     assert meta.framework == ["TensorFlow", "JAX"] and meta.languages == ["cmn-Hans"]
     assert (meta.n_parameters, meta.embed_dim, meta.max_tokens) == (
         encoder.count_params(), encoder.output_dim, 64)
+    # all-but-the-top as the paper's Algorithm 1 (numpy transcription) with
+    # D = dim/100 (at least 1), fitted on the su protocol's whitening
+    # vectors (every split, both sides), applied to the raw test vectors.
+    assert cell["settings"]["all_but_the_top"] == "auto"
+    assert cell["all_but_the_top_directions"] == 1 == max(1, round(encoder.output_dim / 100))
+    pairs = {split: kcse.data.read_pairs(tmp_path / "data" / "STS-B" / f"STS-B.{split}.data")
+             for split in ("train", "valid", "test")}
+    vectors = {split: encoder.encode(split_pairs.sentences1 + split_pairs.sentences2)
+               for split, split_pairs in pairs.items()}
+    processed = paper_all_but_the_top(np.concatenate(list(vectors.values())),
+                                      vectors["test"], 1)
+    count = len(pairs["test"].scores)
+    cosine = torch_cosine_similarity(processed[:count], processed[count:])
+    expected = 100 * scipy.stats.spearmanr(pairs["test"].scores, cosine)[0]
+    assert abs(cell["all_but_the_top"]["test"]["spearman"] - expected) <= 0.01

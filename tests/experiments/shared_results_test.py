@@ -14,7 +14,10 @@ import sys
 import threading
 
 from kcse.foundation import atomic_files
-from kcse.experiments import results
+from kcse.experiments.results.store import ResultStore
+from kcse.experiments.results.store import SCHEMA
+from kcse.experiments.results.store import is_finished
+from kcse.experiments.results import tables
 from results_cells import grid_cell
 from tiny_grid import RECIPES
 from tiny_grid import tiny_task_and_model
@@ -39,7 +42,7 @@ class Reader(threading.Thread):
                 continue
             try:
                 stored = json.loads(text)
-                assert stored["schema"] == results.SCHEMA and isinstance(stored["cells"], dict)
+                assert stored["schema"] == SCHEMA and isinstance(stored["cells"], dict)
                 assert markdown.startswith("# ") and markdown.endswith("\n")
                 self.reads += 1
             except (ValueError, AssertionError, KeyError) as error:
@@ -59,7 +62,7 @@ def test_writers_in_threads_keep_every_cell(tmp_path):
     cells = [grid_cell(index, index + 1) for index in range(120)]
 
     def write(start):
-        store = results.ResultStore(tmp_path)
+        store = ResultStore(tmp_path)
         for key, record in cells[start::8]:
             assert store.claim(key)
             store.add(key, record)
@@ -70,16 +73,16 @@ def test_writers_in_threads_keep_every_cell(tmp_path):
     for thread in threads:
         thread.join()
     assert reader.finish() > 0
-    stored = results.ResultStore(tmp_path).cells
+    stored = ResultStore(tmp_path).cells
     assert stored == atomic_files.strict(dict(cells))
     markdown = (tmp_path / "results.md").read_text(encoding="utf-8")
-    assert markdown == results.markdown(stored)
+    assert markdown == tables.markdown(stored)
     assert not list(tmp_path.glob(".results.json.claims/*")), "claims left behind"
 
 
 def test_a_claimed_cell_is_left_to_its_run_until_it_ends(tmp_path):
     key, record = grid_cell(0, 1)
-    first, second = results.ResultStore(tmp_path), results.ResultStore(tmp_path)
+    first, second = ResultStore(tmp_path), ResultStore(tmp_path)
     assert first.claim(key)
     assert not second.claim(key) and not second.finished(key)
     first.release(key)  # The run gave up the cell (it failed to start, say).
@@ -92,8 +95,8 @@ def test_a_claimed_cell_is_left_to_its_run_until_it_ends(tmp_path):
     other, _ = grid_cell(1, 2)
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time\n"
-         "from kcse.experiments import results\n"
-         "store = results.ResultStore(sys.argv[1])\n"
+         "from kcse.experiments.results.store import ResultStore\n"
+         "store = ResultStore(sys.argv[1])\n"
          f"assert store.claim({other!r})\n"
          "print('claimed', flush=True)\ntime.sleep(600)", str(tmp_path)],
         stdout=subprocess.PIPE, text=True)
@@ -106,11 +109,11 @@ def test_a_claimed_cell_is_left_to_its_run_until_it_ends(tmp_path):
 
 def test_a_cell_missing_a_required_field_is_not_done(tmp_path):
     key, record = grid_cell(0, 1)
-    results.ResultStore(tmp_path).add(key, record)
+    ResultStore(tmp_path).add(key, record)
     stored = json.loads((tmp_path / "results.json").read_text())
     del stored["cells"][key]["trained"]  # Edited by hand.
     (tmp_path / "results.json").write_text(json.dumps(stored))
-    store = results.ResultStore(tmp_path)
+    store = ResultStore(tmp_path)
     assert not store.finished(key) and store.claim(key)
 
 
@@ -139,7 +142,7 @@ def test_two_recipes_on_one_output_keep_both_cells(tmp_path, shared_data):
     for code, stdout, stderr in ran:
         assert code == 0, stderr[-2000:]
         assert "[1/1]" in stdout
-    cells = results.ResultStore(output).cells
+    cells = ResultStore(output).cells
     assert sorted(cell["pooling"] for cell in cells.values()) == ["P1", "P4"]
-    assert all(map(results.is_finished, cells.values()))
-    assert (output / "results.md").read_text(encoding="utf-8") == results.markdown(cells)
+    assert all(map(is_finished, cells.values()))
+    assert (output / "results.md").read_text(encoding="utf-8") == tables.markdown(cells)

@@ -16,7 +16,12 @@ import pytest
 from kcse.foundation import arguments
 from kcse.experiments import command_line
 from kcse.foundation.precision import precision_of
-from kcse.experiments import results
+from kcse.experiments.results.identity import cell_identity
+from kcse.experiments.results.identity import cell_key
+from kcse.experiments.results.identity import setting_differences
+from kcse.experiments.results.identity import settings_id
+from kcse.experiments.results.identity import shown_settings
+from kcse.experiments.results import tables
 from tiny_grid import recipe
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -121,17 +126,17 @@ def test_the_compilation_cache_folder_receives_jax_programs(tmp_path):
 def test_float32_is_implied_in_shown_settings_and_differences():
     old = {"seed": 0}
     new = {"seed": 0, "precision": "bfloat16"}
-    assert results.shown_settings(old) == {"precision": "float32", "seed": 0}
-    assert results.setting_differences(old, new) == ["precision float32 → bfloat16"]
-    assert results.setting_differences(old, {"seed": 0, "precision": "float32"}) == []
+    assert shown_settings(old) == {"precision": "float32", "seed": 0}
+    assert setting_differences(old, new) == ["precision float32 → bfloat16"]
+    assert setting_differences(old, {"seed": 0, "precision": "float32"}) == []
 
 
 def test_the_cell_digest_of_a_float32_run_is_the_one_before_precision():
     # The key kcse computed before --precision existed for these settings,
     # at numerics 2 (float32 cells name no precision, so their keys stay).
-    identity = dict(results.cell_identity({"source": "m"}, "P1", "STS-B", "d",
+    identity = dict(cell_identity({"source": "m"}, "P1", "STS-B", "d",
                                           {"seed": 0, "max_sentences": 500}), numerics=2)
-    assert (results.cell_key("m", "P1", "STS-B", "su", "simcse", identity)
+    assert (cell_key("m", "P1", "STS-B", "su", "simcse", identity)
             == "m|P1|STS-B|su|simcse|2e7fac3a4a6ba36f")
 
 
@@ -146,10 +151,10 @@ def test_results_md_shows_every_cell_s_precision():
                 "error": None, "reported_split": "test",
                 "raw": {"test": {"spearman": 1.0, "pearson": 1.0, "n": 2}},
                 "whitening": None, "trained": None, "runs": [],
-                "settings": settings, "settings_id": results.settings_id(settings),
+                "settings": settings, "settings_id": settings_id(settings),
                 "provenance": provenance}
 
-    markdown = results.markdown({"a": cell({"seed": 0}),
+    markdown = tables.markdown({"a": cell({"seed": 0}),
                                  "b": cell({"seed": 0, "precision": "bfloat16"})})
-    assert f"- **S1** (`{results.settings_id({'seed': 0})}`): precision float32, seed 0" in markdown
+    assert f"- **S1** (`{settings_id({'seed': 0})}`): precision float32, seed 0" in markdown
     assert "- **S2** (" in markdown and "): precision bfloat16, seed 0" in markdown

@@ -4,7 +4,10 @@ cells (`results_cells.grid_cell`)."""
 
 import numpy as np
 
-from kcse.experiments import results
+from kcse.experiments.cell_record import DONE
+from kcse.experiments.cell_record import FAILED
+from kcse.experiments.results.store import ResultStore
+from kcse.experiments.results.tables import su_markdown
 from results_cells import grid_cell
 
 SPLIT_PAIRS = {"train": 1000, "valid": 200, "test": 300}
@@ -18,7 +21,7 @@ def made_up(index, pooling, task, base, trained=("test",), **fields):
     scores = {split: {"spearman": base + i * 1.25, "pearson": base, "n": n}
               for i, (split, n) in enumerate(SPLIT_PAIRS.items())}
     cell |= {"model": "BERT", "pooling": pooling, "task": task, "method": "simcse",
-             "status": results.DONE, "error": None, "raw": scores,
+             "status": DONE, "error": None, "raw": scores,
              "whitening": {split: dict(entry, spearman=entry["spearman"] + 2)
                            for split, entry in scores.items()},
              "trained": None if trained is None else {
@@ -41,11 +44,11 @@ def table(text, section, split):
 def test_su_layout_splits_averages_published_and_c_plus_w():
     cells = (made_up(1, "P1", "STS-B", 60.0) | made_up(2, "P1", "ATEC", 20.0)
              | made_up(3, "P4", "STS-B", 62.0, trained=("train", "valid", "test"))
-             | made_up(4, "P4", "ATEC", 22.0, status=results.FAILED,
+             | made_up(4, "P4", "ATEC", 22.0, status=FAILED,
                        error="seed 0: loss nan", trained=None)
              | made_up(5, "P3", "ATEC", 30.0, whitening=None, trained=None,
                        untrained="no training data", published=None))
-    text = results.su_markdown(cells)
+    text = su_markdown(cells)
     section = "simcse, protocol su, settings S1"
     header, rows, order = table(text, section, "test")
     # Su's task order and row order (model-pooling), his published cell under ours.
@@ -75,7 +78,7 @@ def test_su_layout_splits_averages_published_and_c_plus_w():
     # or other settings, get a section of their own.
     with_whitening = made_up(6, "P1", "STS-B", 50.0, method="consert", trained_whitening={
         "test": {"spearman": 57.0, "pearson": 50.0, "n": 300}}, published=None)
-    text = results.su_markdown(cells | with_whitening)
+    text = su_markdown(cells | with_whitening)
     header, rows, _ = table(text, "consert, protocol su", "test")
     assert header == ["a / b / c / c+w (test)", "STS-B"]
     assert rows["BERT-P1"] == ["52.50 / 54.50 / 56.50 / 57.00"]
@@ -83,11 +86,11 @@ def test_su_layout_splits_averages_published_and_c_plus_w():
 
 
 def test_su_table_is_written_beside_results_md(tmp_path):
-    store = results.ResultStore(tmp_path)
+    store = ResultStore(tmp_path)
     ((key, cell),) = made_up(1, "P1", "STS-B", 60.0).items()
     store.add(key, cell)
     text = (tmp_path / "su_table.md").read_text(encoding="utf-8")
-    assert text == results.su_markdown(store.cells)
+    assert text == su_markdown(store.cells)
     assert "| BERT-P1 | 62.50 / 64.50 / 66.50 |" in text
     assert sorted(path.name for path in tmp_path.iterdir()) == [
         ".results.json.lock", "results.json", "results.md", "su_table.md"]  # No temporaries.

@@ -4,7 +4,7 @@ import math
 import pytest
 
 from kcse.foundation import arguments
-from kcse.experiments import grid
+from kcse.experiments import cell_scoring
 from kcse.experiments.sweeps import SWEEPS
 from kcse.experiments.sweeps import heatmap_matrix
 from kcse.experiments.sweeps import sweep_runs
@@ -25,14 +25,14 @@ def views_sweep(tmp_path_factory, shared_data):
             "--data-dir", str(tmp_path / "data"), "--output", str(tmp_path / "out"),
             "--sentences", "64", "--batch-size", "16", "--learning-rate", "1e-3"]
     raw_encodings = []
-    encode_splits = grid.encode_splits
+    encode_splits = cell_scoring.encode_splits
     with pytest.MonkeyPatch.context() as patch:
         def counting(model, preprocessor, data, prefix, batch_size, *splits):
             if not splits:  # The raw vectors: every split.
                 raw_encodings.append(model)
             return encode_splits(model, preprocessor, data, prefix, batch_size, *splits)
 
-        patch.setattr(grid, "encode_splits", counting)
+        patch.setattr(cell_scoring, "encode_splits", counting)
         consert_ablations.main(argv)
     return tmp_path, argv, raw_encodings
 

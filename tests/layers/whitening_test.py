@@ -673,7 +673,7 @@ def e5_vectors(shared_data):
     One model load and one encoding pass for all poolings.
     """
     import kcse
-    from kcse.experiments.grid import EveryPooling
+    from kcse.experiments.cell_scoring import EveryPooling
     from kcse.batched_prediction import predict_in_length_order
 
     pairs = kcse.data.read_chinese_task(shared_data / "senteval_cn", "STS-B", "test")
@@ -775,7 +775,7 @@ def ill_conditioned(n=600, dim=64, seed=0):
 def column_b_pairs(x):
     """The first and second half of `x` as sentence pairs, with gold scores
     that follow bojone's whitened cosines (plus noise): `(data, vectors)`
-    as `kcse.experiments.grid.score_splits` takes them."""
+    as `kcse.experiments.cell_scoring.score_splits` takes them."""
     half = len(x) // 2
     whitened = reference_whitening(x)
     cosine = np.sum(whitened[:half] * whitened[half:], axis=1) / (
@@ -790,7 +790,7 @@ sys.path.insert(0, sys.argv[1])
 import keras
 import numpy as np
 from whitening_test import column_b_pairs, ill_conditioned
-from kcse.experiments.grid import adapted_whitening, score_splits, whitened
+from kcse.experiments.cell_scoring import adapted_whitening, score_splits, whitened
 from kcse.layers import Whitening
 x = ill_conditioned()
 data, vectors = column_b_pairs(x)

@@ -31,7 +31,7 @@ from conftest import tiny_encoder_file
 from kcse.foundation import atomic_files
 from kcse import cli
 from kcse.experiments import methods
-from kcse.experiments import results
+from kcse.experiments.results.store import ResultStore
 from results_cells import grid_cell
 from tiny_grid import tiny_task_and_model
 
@@ -227,11 +227,11 @@ def test_a_trained_encoder_that_cannot_be_written_goes_to_the_temporary_folder(
 
 def test_results_on_a_full_disk_keep_the_earlier_cells(disk):
     """A cell whose results cannot be written: the files on disk stay as they were."""
-    store = results.ResultStore(disk.folder)
+    store = ResultStore(disk.folder)
     store.add(*grid_cell(0, 1))
     before = disk.files()
     with disk.leave(100), pytest.raises(atomic_files.WriteError) as error:
-        results.ResultStore(disk.folder).add(*grid_cell(1, 2))
+        ResultStore(disk.folder).add(*grid_cell(1, 2))
     assert str(error.value).startswith(f"cannot write {disk.folder / 'results.json'}: ")
     assert disk.files() == before
     assert not [p for p in disk.folder.glob(".*") if ".tmp" in p.name]

@@ -20,7 +20,8 @@ import time
 import numpy as np
 import pytest
 
-from kcse.experiments import results
+from kcse.experiments.results.store import ResultStore
+from kcse.experiments.results.store import is_finished
 from conftest import tiny_encoder_file
 from tiny_grid import RECIPES
 from tiny_grid import tiny_task_and_model
@@ -199,8 +200,8 @@ def test_recipe_keeps_the_cells_it_finished(tmp_path, shared_data):
     assert "[1/2]" in output and code == 130
     assert lines == [f"chinese_simcse.py: interrupted; {folder}/results.json keeps the "
                      "1 cell(s) this run finished"]
-    stored = results.ResultStore(folder).cells
-    assert len(stored) == 1 and all(map(results.is_finished, stored.values()))
+    stored = ResultStore(folder).cells
+    assert len(stored) == 1 and all(map(is_finished, stored.values()))
     assert sorted(path.name for path in folder.iterdir()) == [
         ".results.json.claims", ".results.json.lock", "results.json", "results.md",
         "su_table.md"]

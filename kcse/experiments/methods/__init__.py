@@ -27,16 +27,16 @@ Example (one cell of ConSERT on the bundled Chinese STS-B):
 ```python
 from kcse.experiments import grid, methods
 from kcse.experiments.protocols import PROTOCOLS, with_overrides
-from kcse.experiments.results import ResultStore
+from kcse.experiments.results.store import ResultStore
 
-store = grid.run_grid(
+store = ResultStore("runs/consert")
+grid.run_grid(grid.Grid(
     ["e5-small"], ["P3"], ["STS-B"],
     lambda task, split: kcse.data.read_chinese_task(
         kcse.data.BUNDLED_CHINESE_STS, task, split),
     with_overrides(PROTOCOLS["clean"], max_sentences=256, temperature=0.1),
-    ResultStore("runs/consert"),
     method=methods.ConSERTMethod(views=("shuffle", "token_cutoff:0.1")),
-)
+), store)
 ```
 """
 

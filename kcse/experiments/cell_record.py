@@ -1,0 +1,78 @@
+"""What a cell's record of the grid holds, read as the tables print it.
+
+A cell's status (`DONE`, `FAILED`), its Spearman on a split or on the
+average of bojone/SimCSE's three (`split_text`), and the a / b / c it
+compares with Su's published cell (`cell_columns`). Standard library
+only: the columns (`kcse.experiments.columns`) and the tables
+(`kcse.experiments.results`) both read it.
+"""
+
+DONE, FAILED = "done", "failed"
+
+# The splits bojone/SimCSE's eval.py scores, in its order; `avg` and `w-avg`
+# (weighted by pairs) average them.
+AVERAGED_SPLITS = ("train", "valid", "test")
+AVERAGES = {"avg": False, "w-avg": True}
+
+
+def reported(cell, column):
+    """`(spearman, std)` of a cell's column on its reported split (None if absent)."""
+    scores = cell.get(column)
+    if not scores:
+        return None, None
+    entry = scores[cell["reported_split"]]
+    return entry["spearman"], entry.get("spearman_std")
+
+
+def number(value):
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def cell_columns(cell):
+    """A cell's printed a, b, c, c's std, seeds, Su's a / b / c and Δ a / b / c.
+
+    c is the mean over the seeds and std their sample standard deviation
+    ("-" for one seed: no spread was measured); a failed cell shows why.
+    """
+    a, _ = reported(cell, "raw")
+    b, _ = reported(cell, "whitening")
+    seeds = len(cell.get("runs", [])) or 1
+    if cell["status"] == FAILED:
+        c, c_text, std_text = None, f"failed: {cell['error']}", "-"
+    elif not cell.get("trained"):  # The task has nothing to train on.
+        c, c_text, std_text, seeds = None, "-", "-", 0
+    else:
+        c, std = reported(cell, "trained")
+        seeds = cell["trained"][cell["reported_split"]].get("runs", 1)
+        c_text, std_text = number(c), "-" if std is None else number(std)
+    published = cell.get("published")
+    if not published:
+        return number(a), number(b), c_text, std_text, str(seeds), "-", "-"
+    deltas = [
+        "n/a" if ours is None else f"{ours - theirs:+.2f}"
+        for ours, theirs in zip((a, b, c), published)
+    ]
+    return (number(a), number(b), c_text, std_text, str(seeds),
+            " / ".join(f"{v:.2f}" for v in published), " / ".join(deltas))
+
+
+def split_text(scores, split):
+    """The Spearman of `scores` (`{split: {"spearman", "n", ...}}`) on
+    `split`, or on `"avg"`, `"w-avg"` (`split_average`), as printed; `-`
+    where there is no such number."""
+    if split in AVERAGES:
+        value = split_average(scores, AVERAGES[split])
+    else:
+        value = scores[split]["spearman"] if split in scores else None
+    return "-" if value is None else number(value)
+
+
+def split_average(scores, weighted=False):
+    """The mean Spearman of train, valid and test (`weighted`: weighted by
+    their pairs), as bojone/SimCSE's eval.py prints `avg` and `w-avg`;
+    None unless `scores` has all three splits."""
+    if any(split not in scores for split in AVERAGED_SPLITS):
+        return None
+    entries = [scores[split] for split in AVERAGED_SPLITS]
+    weights = [entry["n"] if weighted else 1 for entry in entries]
+    return sum(w * entry["spearman"] for w, entry in zip(weights, entries)) / sum(weights)
