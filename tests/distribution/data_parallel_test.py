@@ -34,7 +34,7 @@ def run_workers(folder, clusters):
     base = dict(
         os.environ,
         KERAS_BACKEND="jax",
-        # The worker trains simcse_test's objectives; kcse as the caller finds it.
+        # The worker trains tiny_simcse's objectives; kcse as the caller finds it.
         PYTHONPATH=os.pathsep.join(
             [str(WORKER.parent), str(WORKER.parents[1] / "objectives"), str(WORKER.parents[1])]
             + ([os.environ["PYTHONPATH"]] if "PYTHONPATH" in os.environ else [])

@@ -20,11 +20,11 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from simcse_test import AUTHORS_LOSS  # noqa: E402
-from simcse_test import SENTENCES  # noqa: E402
-from simcse_test import eval_views  # noqa: E402
-from simcse_test import make_simcse  # noqa: E402
-from simcse_test import one_step  # noqa: E402
+from conftest import one_step  # noqa: E402
+from tiny_simcse import AUTHORS_LOSS  # noqa: E402
+from tiny_simcse import SENTENCES  # noqa: E402
+from tiny_simcse import eval_views  # noqa: E402
+from tiny_simcse import make_simcse  # noqa: E402
 
 assert keras.config.backend() == "jax"
 results = {"processes": distribution.process_count()}

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tracemalloc
 import types
+import warnings
 
 import keras
 import numpy as np
@@ -784,43 +785,54 @@ def column_b_pairs(x):
     return {"test": types.SimpleNamespace(scores=gold)}, {"test": (x[:half], x[half:])}
 
 
+def backend_run():
+    """On this process's backend: the Whitening of `ill_conditioned()`
+    vectors, its column b through the grid, whether float64 weights build,
+    and the warnings on the way (a dict, JSON-ready)."""
+    from kcse.experiments.cell_scoring import adapted_whitening
+    from kcse.experiments.cell_scoring import score_splits
+    from kcse.experiments.cell_scoring import whitened
+
+    x = ill_conditioned()
+    data, vectors = column_b_pairs(x)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        layer = Whitening()
+        layer.adapt(x)
+        output = keras.ops.convert_to_numpy(layer(x))
+        column_b = score_splits(data, vectors, whitened(adapted_whitening(x)))["test"]
+    try:
+        Whitening(dtype="float64")
+        float64 = "built"
+    except ValueError as error:
+        float64 = str(error)
+    return {"backend": keras.config.backend(), "output": output.tolist(),
+            "column_b": column_b, "float64": float64,
+            "warnings": [str(w.message) for w in caught]}
+
+
 BACKEND_RUN = """
-import json, sys, warnings
+import json, sys
 sys.path.insert(0, sys.argv[1])
-import keras
-import numpy as np
-from whitening_test import column_b_pairs, ill_conditioned
-from kcse.experiments.cell_scoring import adapted_whitening, score_splits, whitened
-from kcse.layers import Whitening
-x = ill_conditioned()
-data, vectors = column_b_pairs(x)
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    layer = Whitening()
-    layer.adapt(x)
-    output = keras.ops.convert_to_numpy(layer(x))
-    column_b = score_splits(data, vectors, whitened(adapted_whitening(x)))["test"]
-try:
-    Whitening(dtype="float64")
-    float64 = "built"
-except ValueError as error:
-    float64 = str(error)
-print(json.dumps({"backend": keras.config.backend(), "output": output.tolist(),
-                  "column_b": column_b, "float64": float64,
-                  "warnings": [str(w.message) for w in caught]}))
+from whitening_test import backend_run
+print(json.dumps(backend_run()))
 """
 
 
 def run_on(backend):
-    """BACKEND_RUN in a new process with KERAS_BACKEND=`backend`."""
-    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3")
-    env.pop("JAX_ENABLE_X64", None)  # JAX's default: 64-bit mode off.
-    run = subprocess.run(
-        [sys.executable, "-c", BACKEND_RUN, str(pathlib.Path(__file__).parent)],
-        capture_output=True, text=True, env=env, timeout=600,
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    result = json.loads(run.stdout.strip().splitlines()[-1])
+    """`backend_run()` on `backend`: in this process where it is the suite's
+    backend, else in a new process with KERAS_BACKEND=`backend`."""
+    if backend == keras.config.backend():
+        result = json.loads(json.dumps(backend_run()))
+    else:
+        env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3")
+        env.pop("JAX_ENABLE_X64", None)  # JAX's default: 64-bit mode off.
+        run = subprocess.run(
+            [sys.executable, "-c", BACKEND_RUN, str(pathlib.Path(__file__).parent)],
+            capture_output=True, text=True, env=env, timeout=600,
+        )
+        assert run.returncode == 0, run.stderr[-3000:]
+        result = json.loads(run.stdout.strip().splitlines()[-1])
     assert result["backend"] == backend
     return result
 

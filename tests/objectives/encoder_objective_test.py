@@ -70,8 +70,19 @@ def test_a_non_finite_loss_stops_fit_with_its_step():
     assert np.all(np.isfinite(seen[: step - 1])) and len(seen) <= step
 
 
-@pytest.mark.parametrize("action", ["fit", "fit_recomputed"])
-def test_a_finished_fit_frees_its_traced_train_step(action):
+FITS = ("fit", "fit_recomputed")
+
+
+@pytest.fixture(scope="module")
+def fits_graphs():
+    """`{action: (traced, left)}` of both fits, run in turn in one fresh process."""
+    from traced_graphs import graphs_left_each
+
+    return dict(zip(FITS, graphs_left_each(FITS)))
+
+
+@pytest.mark.parametrize("action", FITS)
+def test_a_finished_fit_frees_its_traced_train_step(action, fits_graphs):
     """The train step's graph, and the optimizer slots it captured, go with the objective.
 
     The leak is TensorFlow's: a `tf.custom_gradient` traced into a graph
@@ -80,8 +91,6 @@ def test_a_finished_fit_frees_its_traced_train_step(action):
     removes it. Before that fix each fit of multilingual-e5-small left
     0.2 GB behind.
     """
-    from traced_graphs import graphs_left
-
-    traced, left = graphs_left(action)
+    traced, left = fits_graphs[action]
     assert traced >= 1  # fit traced its step into a graph
     assert left == 0

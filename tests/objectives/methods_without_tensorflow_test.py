@@ -9,11 +9,15 @@ the anisotropy diagnostics run; CLEAR's views of a Chinese sentence name
 jieba's pip install. Its numbers are checked here against the
 authors' formulas (tests/authors_references.py, sbert_wk_reference.py,
 anisotropy_reference.py), and its adversarial view against the same model
-on this process's backend (TensorFlow in the suite).
+on this process's backend (TensorFlow in the suite). Last, it takes
+without_tensorflow_worker.py's three SimCSE steps, which equal those of that
+script run on JAX with TensorFlow importable.
 """
 
 import json
 import pathlib
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -25,6 +29,8 @@ import sbert_wk_reference
 import tensorflow_free
 
 WORKER = pathlib.Path(worker.__file__)
+# Not imported here: it sets KERAS_BACKEND=jax for the process that imports it.
+THREE_STEPS_WORKER = WORKER.parent / "without_tensorflow_worker.py"
 METHODS = {
     "simcse", "supervised_simcse", "cosent", "clear", "consert_feature_span_cutoff",
     "consert_dropout_adversarial", "sg_opt", "contrastive_tension", "consert_stage_sup",
@@ -125,3 +131,27 @@ def test_chinese_text_views_without_jieba_name_its_install(jax_run):
     assert jax_run["chinese_views_without_jieba"] == (
         "Segmenting Chinese sentences for CLEAR's text views needs jieba, which is not "
         "installed: pip install jieba")
+
+
+@pytest.mark.large
+def test_three_simcse_steps_without_tensorflow_equal_those_with_it(jax_run):
+    """The three steps of without_tensorflow_worker.py: in the run above,
+    and (the reference) in a JAX process where TensorFlow can be imported."""
+    without = jax_run["three_simcse_steps"]
+    run = subprocess.run([sys.executable, str(THREE_STEPS_WORKER)],
+                         env=tensorflow_free.environment(KCSE_HIDDEN_PACKAGES=""),
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    normal = json.loads(run.stdout.strip().splitlines()[-1])
+    assert not without["tensorflow_importable"] and not without["tensorflow_imported"]
+    assert normal["tensorflow_importable"]
+    assert without["vectors_dtype"] == "float32" and without["vectors_shape"] == [12, 16]
+    assert len(without["step_losses"]) == 3 and np.all(np.isfinite(without["step_losses"]))
+    assert without["weight_change"] > 1e-4  # The steps trained the encoder.
+    # The same three steps in the environment with TensorFlow (Keras imports
+    # it there): same batches, dropout and updates, up to float32 rounding.
+    np.testing.assert_allclose(without["step_losses"], normal["step_losses"], atol=1e-5)
+    for a, b in zip(without["weights_after"], normal["weights_after"]):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    assert without["spearman"] == pytest.approx(normal["spearman"], abs=1e-6)
+    assert without["text_vectors_equal_token_vectors"] <= 1e-6

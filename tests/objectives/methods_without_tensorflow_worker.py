@@ -175,10 +175,14 @@ def without_model_training():
 
 
 if __name__ == "__main__":
+    import without_tensorflow_worker  # It sets KERAS_BACKEND: not where the test imports this.
+
     result = {
         "methods": methods(),
         "adversarial_step": adversarial_step(adversarial_consert()),
         **without_model_training(),
+        # Last: it sets its own seed, as in a process of its own.
+        "three_simcse_steps": without_tensorflow_worker.three_simcse_steps(),
         "backend": keras.config.backend(),
         "tensorflow_imported": "tensorflow" in sys.modules,
     }

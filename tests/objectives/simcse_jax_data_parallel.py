@@ -10,9 +10,9 @@ import jax
 import keras
 import numpy as np
 
-from simcse_test import SENTENCES
-from simcse_test import make_simcse
-from simcse_test import one_step
+from conftest import one_step
+from tiny_simcse import SENTENCES
+from tiny_simcse import make_simcse
 
 assert keras.config.backend() == "jax"
 initial = make_simcse().encoder.get_weights()

@@ -11,45 +11,19 @@ import tensorflow as tf
 
 import kcse
 from authors_references import bojone_simcse_loss
-from authors_references import princeton_simcse_loss
-from conftest import TINY_SENTENCES as SENTENCES
 from conftest import one_step
-from conftest import tiny_bert
 from conftest import tiny_preprocessor
 from conftest import tiny_vocabulary
-from kcse.objectives.masked_lm import mask_tokens
 from princeton_simcse_reference import cl_forward_loss
 from masked_lm_test import load_hf_head
 from princeton_simcse_reference import bert_for_cl
 from princeton_simcse_reference import cl_forward_mlm_loss
 from princeton_simcse_reference import load_pretrained_lm_head
 from princeton_simcse_reference import mlp_layer
-
-
-def make_simcse(weights=None, negatives="both_views", dropout=0.0, pooling="P3",
-                **options):
-    encoder = kcse.SentenceEncoder(
-        tiny_bert(dropout=dropout), tiny_preprocessor(), pooling=pooling
-    )
-    if weights is not None:
-        encoder.set_weights(weights)
-    simcse = kcse.SimCSE(encoder, temperature=0.05, negatives=negatives, **options)
-    simcse.compile(optimizer=keras.optimizers.SGD(0.01))
-    return simcse
-
-
-# The authors' loss of each `negatives` mode (tests/authors_references.py).
-AUTHORS_LOSS = {
-    "both_views": bojone_simcse_loss,
-    "cross_view": princeton_simcse_loss,
-}
-
-
-def eval_views(encoder):
-    """Two views of each of SENTENCES as the encoder gives them without
-    dropout (the objectives here have none, so both views are equal)."""
-    vectors = encoder.predict(SENTENCES, verbose=0)
-    return np.stack([vectors, vectors], axis=1)
+from tiny_simcse import AUTHORS_LOSS
+from tiny_simcse import SENTENCES
+from tiny_simcse import eval_views
+from tiny_simcse import make_simcse
 
 
 def test_forward_gives_two_views_per_sentence():
