@@ -21,7 +21,7 @@ from tiny_grid import tiny_task_and_model
 def kcse_command(*arguments):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     return subprocess.run(
-        [sys.executable, "-m", "kcse.cli", *map(str, arguments)],
+        [sys.executable, "-m", "kcse.commands.main", *map(str, arguments)],
         capture_output=True, text=True, env=env,
     )
 
