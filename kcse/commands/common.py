@@ -17,19 +17,22 @@ class CommandFailed(Exception):
     not run): one line saying what was written before, exit 1."""
 
 
-def add_model_arguments(parser, pooling, max_length=True):
-    """`--model`, `--pooling` (its default, in words: `pooling`), `--prefix`,
-    `--max-length` (with `max_length`), `--checkpoint-root`, `--verbose`.
+def add_model_arguments(parser, default_pooling, pooling_help=None, max_length=True):
+    """`--model`, `--pooling`, `--prefix`, `--max-length` (with
+    `max_length`), `--checkpoint-root`, `--verbose`.
 
-    `load_encoder` pools a model by name with `args.default_pooling`
-    where --pooling is not given (each sub-parser sets it from
-    `pooling_rules.DEFAULT_POOLING`)."""
+    `default_pooling` (the subcommand's, from `pooling_rules.DEFAULT_POOLING`)
+    is `args.default_pooling`, with which `load_encoder` pools a model by
+    name when --pooling is not given; `pooling_help` says the default in
+    words where it is more than that name.
+    """
+    parser.set_defaults(default_pooling=default_pooling)
     parser.add_argument("--model", required=True,
                         help="a .keras file, e5-small, Su's model names (with "
                         "--checkpoint-root), a keras-hub preset or folder, or PATH:family")
     parser.add_argument("--pooling", choices=POOLING_NAMES, default=None,
-                        help=f"(default: {pooling}; a .keras file or sentence-transformers "
-                        "folder keeps its own)")
+                        help=f"(default: {pooling_help or default_pooling}; a .keras file "
+                        "or sentence-transformers folder keeps its own)")
     parser.add_argument("--prefix", default=None,
                         help="prepended to every sentence (default: the model's "
                         "default prompt: \"query: \" for e5-small, the one a .keras "

@@ -48,7 +48,6 @@ def add_parser(subparsers):
                         help="replace a file already at --output")
     encode.set_defaults(run=run, inputs=("input",), output_kind="file", replaces="OUTPUT",
                         output_suffixes=(".npy", ".jsonl"),
-                        default_pooling=DEFAULT_POOLING["kcse encode"],
                         checks=SubcommandChecks())
 
 

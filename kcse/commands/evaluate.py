@@ -51,8 +51,7 @@ def add_parser(subparsers):
     evaluate.add_argument("--overwrite", action="store_true",
                           help="replace a file already at --json or --markdown")
     evaluate.set_defaults(run=run, inputs=("data",), output_kind=None, replaces="JSON",
-                          default_pooling=DEFAULT_POOLING["kcse evaluate"],
-                          checks=SubcommandChecks(flags=check_flags, reads=read_paths))
+                            checks=SubcommandChecks(flags=check_flags, reads=read_paths))
 
 
 def read_paths(args):

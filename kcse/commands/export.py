@@ -49,7 +49,6 @@ def add_parser(subparsers):
     export.add_argument("--overwrite", action="store_true",
                         help="replace a non-empty --output folder")
     export.set_defaults(run=run, inputs=(), output_kind="folder", replaces="OUTPUT",
-                        default_pooling=DEFAULT_POOLING["kcse export"],
                         checks=SubcommandChecks(needs_tensorflow=needs_tensorflow,
                                                 model=check_flags, reads=read_paths))
 

@@ -34,9 +34,10 @@ def add_parser(subparsers):
         epilog=command_line.paper_settings_epilog(methods.METHODS),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_model_arguments(train, max_length=False,  # The protocol's flag.
-                        pooling="the pooling the method's paper reports, its "
-                        f"scoring_pooling below, else {DEFAULT_POOLING['kcse train']}")
+    add_model_arguments(train, DEFAULT_POOLING["kcse train"],
+                        "the pooling the method's paper reports, its scoring_pooling "
+                        f"below, else {DEFAULT_POOLING['kcse train']}",
+                        max_length=False)  # The protocol's flag.
     train.add_argument("--method", choices=tuple(methods.METHODS), default="simcse")
     train.add_argument("--task", choices=CHINESE_TASKS, default="STS-B")
     train.add_argument("--data-dir", type=pathlib.Path,
@@ -52,7 +53,6 @@ def add_parser(subparsers):
     command_line.add_method_arguments(train, methods.METHODS)
     train.set_defaults(run=run, inputs=(), output_kind="folder",
                        replaces="OUTPUT/encoder.keras",
-                       default_pooling=DEFAULT_POOLING["kcse train"],
                        checks=SubcommandChecks(model=choose_pooling, inputs=check_inputs,
                                                reads=read_paths))
 
