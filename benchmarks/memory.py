@@ -195,7 +195,7 @@ def scenario_commands(args, scratch):
     own = [sys.executable, __file__, "--data-dir", str(args.data_dir),
            "--fit-sentences", str(args.fit_sentences),
            "--small", str(args.small), "--large", str(args.large), "--scenario"]
-    kcse_command = [sys.executable, "-m", "kcse.cli"]
+    kcse_command = [sys.executable, "-m", "kcse.commands.main"]
     test_file = args.data_dir / "STS-B.test.data"
     commands = {
         "baseline": ("import kcse, keras_hub", [*own, "baseline"]),

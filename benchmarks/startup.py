@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 
-KCSE = [sys.executable, "-m", "kcse.cli"]
+KCSE = [sys.executable, "-m", "kcse.commands.main"]
 COMMANDS = {
     'python -c "import tensorflow"': ([sys.executable, "-c", "import tensorflow"], 0),
     'python -c "import keras_hub"': ([sys.executable, "-c", "import keras_hub"], 0),

@@ -154,6 +154,8 @@ INTERNAL_PACKAGES = {
     "kcse.foundation": "what every floor stands on; import its modules by path",
     "kcse.experiments.methods":
         "the methods of column c and their registry; import them by path",
+    "kcse.commands":
+        "one module per `kcse` subcommand and their shared helpers; import them by path",
     "kcse.experiments.columns": "the grid's columns and their registry; import them by path",
     "kcse.experiments.results":
         "a grid's cell identity, store and tables; import them by path",

@@ -19,6 +19,9 @@ from kcse.models.model_sources import default_prompts
 from kcse.models.model_sources import load_preset
 from kcse.models.model_sources import read_folder
 from kcse.export.saved_model import export_saved_model
+from kcse.layers.pooling_rules import DEFAULT_POOLING
+from kcse.layers.pooling_rules import POOLER_LAYER
+from kcse.layers.pooling_rules import missing_pooler
 from kcse.layers.sentence_pooling import SentencePooling
 from kcse.layers.sentence_pooling import resolve_pooling
 from kcse.layers.wk_pooling import check_layers
@@ -32,7 +35,6 @@ from kcse.foundation.validation import check_prompts
 from kcse.foundation.validation import check_texts
 from kcse.public_api import SERIALIZABLE_WHEN_NAMED
 
-POOLER_LAYER = "pooled_dense"
 # `from_preset`'s arguments a sentence-transformers folder's modules set.
 FOLDER_ARGUMENTS = ("pooling", "pooler_activation", "whitening", "normalize")
 POOLER_ACTIVATIONS = ("linear", "tanh")
@@ -132,7 +134,7 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         self,
         backbone,
         preprocessor=None,
-        pooling="cls",
+        pooling=DEFAULT_POOLING["SentenceEncoder"],
         pooler_activation="linear",
         whitening=None,
         normalize=False,
@@ -176,19 +178,11 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         self.preprocessor = preprocessor
         self.hidden_states = hidden_states_model(backbone)
         if self.pooling == "pooler":
-            if not _has_layer(backbone, POOLER_LAYER):
+            missing = missing_pooler(backbone)
+            if missing is not None:
                 raise ValueError(
-                    f"pooling='pooler' (P2) needs pretrained pooler weights, "
-                    f"and {type(backbone).__name__} has no {POOLER_LAYER!r} "
-                    "layer (WoBERT, RoFormer and RoBERTa-style backbones ship "
-                    "none). Use another pooling."
-                )
-            pooler = backbone.get_layer(POOLER_LAYER)
-            if not np.any(ops.convert_to_numpy(pooler.kernel)):
-                raise ValueError(
-                    "pooling='pooler' (P2) needs pretrained pooler weights, "
-                    "and this backbone's pooler is all zeros: its checkpoint "
-                    "had none (WoBERT). Use another pooling."
+                    f"pooling='pooler' (P2) needs pretrained pooler weights, and "
+                    f"{missing}. Use another pooling."
                 )
             self.sentence_pooling = None
         else:

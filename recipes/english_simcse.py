@@ -31,6 +31,7 @@ def parse_args(argv=None):
     from kcse.foundation import arguments
     from kcse.foundation.backend_choice import check_backend
     from kcse.data.english import STSB_MULTI_MT_LANGUAGES
+    from kcse.layers.pooling_rules import DEFAULT_POOLING
     from kcse.layers.pooling_rules import POOLING_NAMES as POOLINGS
     from kcse.experiments.command_line import SMALLEST_BATCH
     from kcse.experiments.command_line import add_speed_arguments
@@ -65,7 +66,8 @@ def parse_args(argv=None):
                         default=64)
     parser.add_argument("--learning-rate", type=arguments.positive_number, default=3e-5)
     parser.add_argument("--epochs", type=arguments.positive_integer, default=1)
-    parser.add_argument("--pooling", choices=POOLINGS, default="last_avg")
+    parser.add_argument("--pooling", choices=POOLINGS,
+                        default=DEFAULT_POOLING["recipes/english_simcse.py"])
     parser.add_argument("--max-length", type=arguments.sequence_length, default=64)
     parser.add_argument("--temperature", type=arguments.positive_number, default=0.05)
     parser.add_argument(

@@ -32,10 +32,12 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 def main(argv=None):
     from kcse.experiments.recipe_runs import recipe_main
+    from kcse.layers.pooling_rules import DEFAULT_POOLING
 
     return recipe_main(
         "simcse", __doc__, REPO / "runs" / "multilingual_sts", argv,
-        poolings=("P3",), languages=REPO.parent / "shared" / "data",
+        poolings=DEFAULT_POOLING["recipes/multilingual_sts.py"],
+        languages=REPO.parent / "shared" / "data",
     )
 
 

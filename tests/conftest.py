@@ -104,6 +104,28 @@ def shared_data():
     return SHARED_DATA
 
 
+@pytest.fixture(scope="session")
+def trained_command(tmp_path_factory, shared_data):
+    """`kcse train` (in a new process) of a tiny random BERT checkpoint on
+    real STS-B pairs, with the prefix `command_runs.PREFIX`, which the saved
+    encoder keeps as its default prompt: `(folder, model name, the
+    command's stdout)`, the encoder in folder/run/encoder.keras. The
+    commands' tests (tests/commands/) share it."""
+    from command_runs import PREFIX
+    from command_runs import assert_ok
+    from command_runs import kcse_command
+    from tiny_grid import tiny_task_and_model
+
+    folder = tmp_path_factory.mktemp("cli")
+    model = tiny_task_and_model(folder, shared_data)
+    out = assert_ok(kcse_command(
+        "train", "--model", model, "--pooling", "P1", "--data-dir", folder / "data",
+        "--task", "STS-B", "--protocol", "su", "--sentences", "64", "--prefix", PREFIX,
+        "--batch-size", "16", "--learning-rate", "1e-3", "--output", folder / "run",
+    ))
+    return folder, model, out
+
+
 def tiny_bert(seed=0, dropout=0.0, vocabulary_size=40, num_layers=2):
     keras.utils.set_random_seed(seed)
     return keras_hub.models.BertBackbone(

@@ -106,7 +106,7 @@ def test_tensorflow_gives_the_same_a_and_b(jax_grid, tiny_folders, capsys):
 
 COMMANDS = """
 set -e
-kcse() {{ "{python}" -m kcse.cli "$@"; }}
+kcse() {{ "{python}" -m kcse.commands.main "$@"; }}
 kcse train --model {w}/hf --task STS-B --data-dir {w}/data --output {w}/trained \\
     --sentences 32 --batch-size 16 --max-length 32 --pooling P1
 kcse evaluate --model {w}/preset --pooling P3 --data {w}/data/STS-B/STS-B.test.data \\
@@ -151,18 +151,18 @@ REFUSALS = r'''
 import contextlib, io, json, sys
 sys.path.insert(0, "recipes")
 import kcse
-from kcse import cli
+from kcse.commands.main import main as kcse_main
 from kcse.foundation.optional_packages import MissingPackageError
 import chinese_simcse
 
 folder, keras_file = sys.argv[1], sys.argv[2]
 data = f"{folder}/data/STS-B/STS-B.test.data"
 commands = {
-    "checkpoint": lambda: cli.main(["evaluate", "--model", f"{folder}/ckpt:bert", "--data", data]),
-    "checkpoint folder": lambda: cli.main(["evaluate", "--model", f"{folder}/ckpt", "--data", data]),
-    "saved model": lambda: cli.main(["export", "--model", keras_file, "--format",
+    "checkpoint": lambda: kcse_main(["evaluate", "--model", f"{folder}/ckpt:bert", "--data", data]),
+    "checkpoint folder": lambda: kcse_main(["evaluate", "--model", f"{folder}/ckpt", "--data", data]),
+    "saved model": lambda: kcse_main(["export", "--model", keras_file, "--format",
                                      "tf_saved_model", "--output", f"{folder}/saved"]),
-    "onnx": lambda: cli.main(["export", "--model", keras_file, "--format", "onnx",
+    "onnx": lambda: kcse_main(["export", "--model", keras_file, "--format", "onnx",
                               "--output", f"{folder}/onnx"]),
     "recipe wobert": lambda: chinese_simcse.main(["--models", f"{folder}/ckpt:wobert",
                                                   "--data-dir", f"{folder}/data",

@@ -30,13 +30,14 @@ from kcse.experiments.columns import check_column_arguments
 from kcse.experiments.methods import METHODS
 from kcse.experiments.protocols import PROTOCOLS
 from kcse.experiments.protocols import SPLITS
+from kcse.layers.pooling_rules import DEFAULT_POOLING
 from kcse.layers.pooling_rules import POOLING_NAMES
 from kcse.models.model_sources import check_model
 
 # The default (CPU) run: training sentences per task (Su's: 10,000) and
 # poolings (Su's: P1..P4), so that it fits 20 minutes on 2 CPU cores.
 DEFAULT_SENTENCES = 500
-DEFAULT_POOLINGS = ("P1", "P3")
+DEFAULT_POOLINGS = DEFAULT_POOLING["recipes"]
 # Every method of column c contrasts in-batch negatives: a batch needs 2 sentences.
 SMALLEST_BATCH = 2
 

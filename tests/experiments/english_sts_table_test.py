@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from kcse import cli
+from kcse.commands.main import main as kcse_main
 from conftest import tiny_encoder_file
 from conftest import tiny_vocabulary
 
@@ -86,7 +86,7 @@ def test_the_table_pools_each_year_and_scores_sts_b_as_evaluate_does(suite, caps
 
     folder, model, sets = suite
     data = folder / "data"
-    code = cli.main(["evaluate", "--model", str(model), "--suite", "english-sts",
+    code = kcse_main(["evaluate", "--model", str(model), "--suite", "english-sts",
                      "--data-dir", str(data), "--json", str(folder / "table.json"),
                      "--markdown", str(folder / "table.md")])
     out = capsys.readouterr().out
@@ -112,7 +112,7 @@ def test_the_table_pools_each_year_and_scores_sts_b_as_evaluate_does(suite, caps
 
     # The STS-B column is `kcse evaluate` of the same file.
     stsb = data / "stsb_multi_mt" / "stsb-en-test.csv"
-    assert cli.main(["evaluate", "--model", str(model), "--data", str(stsb),
+    assert kcse_main(["evaluate", "--model", str(model), "--data", str(stsb),
                      "--json", str(folder / "stsb.json")]) == 0
     [row] = json.loads((folder / "stsb.json").read_text())
     assert abs(row["spearman"] - record["sets"]["STS-B"]["spearman"]) <= 1e-5
@@ -154,7 +154,7 @@ def test_bad_suite_inputs_are_one_line_before_the_model_loads(suite, case, capsy
             shutil.copytree(folder / "data", folder / name)
             shutil.rmtree(folder / name / left_out)
     argv, expected = bad_suites(folder, model)[case]
-    assert cli.main(argv) == 2
+    assert kcse_main(argv) == 2
     captured = capsys.readouterr()
     assert "model:" not in captured.out  # Nothing loaded.
     [line] = captured.err.splitlines()

@@ -16,7 +16,7 @@ import pytest
 
 import kcse
 import tensorflow_free
-from kcse import cli
+from kcse.commands.main import main as kcse_main
 from kcse.experiments.published import published_cell
 from kcse.layers.pooling_rules import SU_POOLINGS as POOLINGS
 from kcse.models import model_sources
@@ -71,7 +71,7 @@ def exported(tmp_path_factory, shared_data):
                                               position_embeddings=family == "bert",
                                               extra_tokens=HAND_TOKENS)
         folders[family] = folder / f"{family}_hf"
-        assert cli.main(["export", "--model", f"{checkpoints[family]}:{family}",
+        assert kcse_main(["export", "--model", f"{checkpoints[family]}:{family}",
                          "--format", "huggingface", "--output", str(folders[family])]) == 0
     flags = GRID_FLAGS + ["--data-dir", str(folder / "data")]
     for name, models in (("original", [f"{checkpoints[f]}:{f}" for f in FAMILIES]),
@@ -173,7 +173,7 @@ def test_roformer_folder_without_jieba_is_one_line(tmp_path, shared_data):
     write_task(tmp_path / "data", "STS-B", sample, lambda label: int(label))
     checkpoint = tiny_checkpoint(tmp_path / "tiny_roformer", sample, position_embeddings=False)
     folder = tmp_path / "roformer_hf"
-    assert cli.main(["export", "--model", f"{checkpoint}:roformer", "--format", "huggingface",
+    assert kcse_main(["export", "--model", f"{checkpoint}:roformer", "--format", "huggingface",
                      "--output", str(folder)]) == 0
     line = "WoBERT and RoFormer's tokenizer needs jieba, which is not installed: pip install jieba"
     run = tensorflow_free.run(["recipes/chinese_simcse.py", "--models", str(folder),
@@ -196,13 +196,13 @@ def test_a_su_checkpoint_exported_by_name_keeps_his_published_cells(tmp_path, sh
     sample = stsb_sample(shared_data)
     tiny_checkpoint(tmp_path / "root" / "nezha_base_wwm", sample, position_embeddings=False)
     folder = tmp_path / "su_hf" / "NEZHA"
-    assert cli.main(["export", "--model", "NEZHA", "--checkpoint-root", str(tmp_path / "root"),
+    assert kcse_main(["export", "--model", "NEZHA", "--checkpoint-root", str(tmp_path / "root"),
                      "--format", "huggingface", "--output", str(folder)]) == 0
     assert json.loads((folder / "config.json").read_text())["kcse_published_as"] == "NEZHA"
     spec = model_sources.resolve_model(str(folder))
     assert (spec.name, spec.family, spec.published_as) == ("NEZHA", None, "NEZHA")
     assert published_cell(spec.published_as, "P1", "STS-B") is not None
     # A folder exported from PATH:family names no published model.
-    assert cli.main(["export", "--model", f"{tmp_path / 'root' / 'nezha_base_wwm'}:nezha",
+    assert kcse_main(["export", "--model", f"{tmp_path / 'root' / 'nezha_base_wwm'}:nezha",
                      "--format", "huggingface", "--output", str(tmp_path / "other")]) == 0
     assert model_sources.resolve_model(str(tmp_path / "other")).published_as is None

@@ -9,7 +9,7 @@ import keras
 import numpy as np
 
 import kcse
-from kcse import cli
+from kcse.commands.main import main as kcse_main
 from kcse.models import model_sources
 from tiny_grid import cell_of
 from tiny_grid import recipe
@@ -20,7 +20,7 @@ TRAINING = ["--sentences", "64", "--batch-size", "16", "--learning-rate", "1e-2"
 
 def test_kcse_train_fits_only_a_dense_layer_over_the_frozen_encoder(tiny_setup, capsys):
     tmp_path, model = tiny_setup
-    code = cli.main(["train", "--method", "linear_probe", "--model", model,
+    code = kcse_main(["train", "--method", "linear_probe", "--model", model,
                      "--pooling", "P3", "--data-dir", str(tmp_path / "data"),
                      "--protocol", "su", "--output", str(tmp_path / "run"), *TRAINING])
     assert code == 0, capsys.readouterr().err
@@ -68,7 +68,7 @@ def test_the_grid_trains_column_c_by_the_linear_probe(tiny_setup, capsys):
 
 def test_an_encoder_with_a_linear_map_already_is_refused_before_training(tmp_path, capsys):
     saved = pathlib.Path(__file__).resolve().parents[1] / "saved_models" / "bert_whitening.keras"
-    code = cli.main(["train", "--method", "linear_probe", "--model", str(saved),
+    code = kcse_main(["train", "--method", "linear_probe", "--model", str(saved),
                      "--output", str(tmp_path / "run"), "--sentences", "8",
                      "--max-length", "16"])
     err = capsys.readouterr().err.strip().splitlines()

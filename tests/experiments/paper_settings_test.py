@@ -15,7 +15,8 @@ import json
 import pytest
 
 import kcse
-from kcse import cli
+from kcse.commands import train
+from kcse.commands.main import main as kcse_main
 from kcse.experiments import command_line
 from kcse.experiments import methods
 from kcse.experiments import protocols
@@ -82,7 +83,7 @@ def test_recipe_and_kcse_train_take_the_same_paper_settings(name, tiny_setup, fi
                          "--output", str(tmp_path / "recipe"), *extra])
     from_recipe = list(fit_calls)
     fit_calls.clear()
-    assert cli.main(["train", "--model", model, "--method", name, "--task", "STS-B",
+    assert kcse_main(["train", "--model", model, "--method", name, "--task", "STS-B",
                      "--data-dir", data, "--protocol", "su",
                      "--output", str(tmp_path / "train")]) == 0
     from_train = list(fit_calls)
@@ -92,7 +93,7 @@ def test_recipe_and_kcse_train_take_the_same_paper_settings(name, tiny_setup, fi
     # The rows the recipe scores and the pooling kcse train scores: the registry's.
     rows = [cell["pooling"] for cell in cells.values()]
     assert rows == command_line.method_poolings(name)
-    assert record["pooling"] == resolve_pooling(cli.scoring_pooling(name))
+    assert record["pooling"] == resolve_pooling(train.scoring_pooling(name))
     [cell] = [cell for cell in cells.values()
               if resolve_pooling(cell["pooling"]) == record["pooling"]]
     # The recorded settings: equal, and the registry's protocol settings.
@@ -112,7 +113,7 @@ def test_consert_scores_last2avg_and_trains_last_avg_on_both_paths():
     last2avg, `eval_*_unsup(..., last2avg=True)`, and trains with
     `pooling_mode_mean_tokens`)."""
     consert = methods.METHODS["consert"]
-    assert cli.scoring_pooling("consert") == "last2avg"
+    assert train.scoring_pooling("consert") == "last2avg"
     assert command_line.method_poolings("consert") == ["last2avg"]
     assert consert.paper("training_pooling") == "last_avg"
     assert consert().training_pooling == "last_avg"
@@ -191,7 +192,7 @@ def test_consert_sweeps_default_to_the_papers_values():
 
 def test_help_lists_each_methods_paper_settings_with_their_source(capsys):
     with pytest.raises(SystemExit):
-        cli.main(["train", "--help"])
+        kcse_main(["train", "--help"])
     text = capsys.readouterr().out
     for name, method in methods.METHODS.items():
         assert f"(--method {name}): the paper's settings" in text

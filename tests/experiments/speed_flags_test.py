@@ -2,7 +2,7 @@
 
 Parsing, what `start_speed` applies, and how the precision enters a cell's
 settings and results.md. The tiny grid run under `--precision bfloat16`
-is in cell_identity_test.py; `kcse train`'s in tests/cli_test.py.
+is in cell_identity_test.py; `kcse train`'s in tests/commands/train_test.py.
 """
 
 import os

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from kcse import cli
+from kcse.commands.main import main as kcse_main
 from kcse.foundation.arguments import UsageError
 from kcse.data import read_sentence_file
 from kcse.foundation.digests import content_digest
@@ -71,7 +71,7 @@ def train_arguments(folder, model, *extra):
 
 def test_kcse_train_trains_on_the_file_and_records_its_digest(tiny, capsys):
     folder, model, sentences = tiny
-    code = cli.main(train_arguments(folder, model, "--train-file", str(folder / "wiki.txt"),
+    code = kcse_main(train_arguments(folder, model, "--train-file", str(folder / "wiki.txt"),
                                     "--sentences", "64", "--output", str(folder / "run")))
     out = capsys.readouterr().out
     assert code == 0
@@ -107,7 +107,7 @@ def test_a_bad_train_file_is_one_line_before_any_work(tiny, case, capsys):
     }[case]
     extra = {"labelled method": ["--method", "sup_simcse"],
              "one of them": ["--sentences", "1"]}.get(case, [])
-    code = cli.main(train_arguments(folder, model, "--train-file", str(folder / file),
+    code = kcse_main(train_arguments(folder, model, "--train-file", str(folder / file),
                                     "--output", str(folder / "bad"), *extra))
     captured = capsys.readouterr()
     assert code == 2 and "model:" not in captured.out

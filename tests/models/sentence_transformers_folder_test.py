@@ -18,7 +18,7 @@ import pytest
 import kcse
 from checkpoints import TINY_CONFIG
 from checkpoints import write_family
-from kcse import cli
+from kcse.commands.main import main as kcse_main
 from sentence_encoder_test import minilm_folder
 from sentence_encoder_test import one_torch_thread
 
@@ -169,7 +169,7 @@ def exported(tiny, tmp_path_factory):
 
 def evaluate(model, folder, *flags):
     scores = folder / f"scores-{len(list(folder.glob('scores-*')))}.json"
-    assert cli.main(["evaluate", "--model", str(model), "--data", str(folder / "pairs.data"),
+    assert kcse_main(["evaluate", "--model", str(model), "--data", str(folder / "pairs.data"),
                      "--json", str(scores), *flags]) == 0
     return json.loads(scores.read_text())[0]
 
@@ -301,7 +301,7 @@ def test_a_damaged_or_inexpressible_folder_is_one_line(
         exported, tmp_path, case, capsys, no_model_loads):
     edit, name, message = DAMAGED[case]
     folder = edited(exported, tmp_path, edit)
-    assert cli.main(["evaluate", "--model", str(folder), "--data",
+    assert kcse_main(["evaluate", "--model", str(folder), "--data",
                      str(exported / "pairs.data")]) == 2
     error = capsys.readouterr().err
     assert error.startswith(f"kcse evaluate: error: --model {folder / name}: ")
@@ -316,7 +316,7 @@ def test_a_pooling_that_is_not_the_folders_is_one_line(exported, capsys, no_mode
     for command, rest in [("evaluate", ["--data", str(exported / "pairs.data")]),
                           ("encode", ["--input", str(exported / "pairs.data"),
                                       "--output", str(exported / "v.npy")])]:
-        assert cli.main([command, "--model", str(folder), "--pooling", "cls", *rest]) == 2
+        assert kcse_main([command, "--model", str(folder), "--pooling", "cls", *rest]) == 2
         assert capsys.readouterr().err == (
             f"kcse {command}: error: --pooling cls: {folder / 'modules.json'} pools "
             "'first_last_avg', and an exported folder keeps its pooling; use another pooling\n")
@@ -337,7 +337,7 @@ def test_a_damaged_hugging_face_folder_is_one_line(exported, tmp_path, capsys, n
     folder = tmp_path / "hf"
     shutil.copytree(exported / "hf", folder)
     truncate(folder)
-    assert cli.main(["evaluate", "--model", str(folder), "--pooling", "P1", "--data",
+    assert kcse_main(["evaluate", "--model", str(folder), "--pooling", "P1", "--data",
                      str(exported / "pairs.data")]) == 2
     error = capsys.readouterr().err
     assert error.startswith(f"kcse evaluate: error: --model {folder / 'model.safetensors'}: "

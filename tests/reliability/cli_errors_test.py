@@ -26,7 +26,7 @@ target, argv = sys.argv[1], sys.argv[2:]
 sys.argv = [target, *argv]  # As `python recipes/x.py ...` sets it.
 try:
     if target == "kcse":
-        from kcse.cli import main
+        from kcse.commands.main import main
         code = main(argv)
     else:
         code = runpy.run_path(target)["main"](argv) and 0
@@ -360,14 +360,14 @@ def test_a_pooling_the_checkpoint_lacks_is_refused_before_it_loads(
         command, pooling, family, pooler, problem, tmp_path, files, capsys, no_model_loads):
     from checkpoints import write_family
 
-    from kcse import cli
+    from kcse.commands.main import main as kcse_main
 
     folder = write_family(tmp_path, family, pooler=pooler)
     rest = {"train": ["--output", str(tmp_path / "run")],
             "evaluate": ["--data", str(files / "pairs.data")],
             "encode": ["--input", str(files / "texts.txt"), "--output", str(tmp_path / "v.npy")],
             "export": ["--output", str(tmp_path / "served")]}[command]
-    assert cli.main([command, "--model", f"{folder}:{family}", "--pooling", pooling,
+    assert kcse_main([command, "--model", f"{folder}:{family}", "--pooling", pooling,
                      *rest]) == 2
     problem = problem.format(index=folder / "bert_model.ckpt.index",
                              config=folder / "bert_config.json")
@@ -398,12 +398,13 @@ def test_a_pooling_the_files_cannot_tell_is_left_to_the_loading(tmp_path):
 ])
 def test_train_refuses_a_split_it_cannot_score_before_the_model_loads(
         split, protocol, pairs, problem, tmp_path, capsys, no_model_loads, monkeypatch):
-    from kcse import cli
+    from kcse.commands import train
+    from kcse.commands.main import main as kcse_main
 
     started = []
-    monkeypatch.setattr(cli, "start_keras", lambda *args: started.append(1))
+    monkeypatch.setattr(train, "start_keras", lambda *args: started.append(1))
     data_dir = write_constant_task(tmp_path / "data", split, pairs)
-    assert cli.main(["train", "--model", "e5-small", "--data-dir", str(data_dir),
+    assert kcse_main(["train", "--model", "e5-small", "--data-dir", str(data_dir),
                      "--protocol", protocol, "--output", str(tmp_path / "run")]) == 2
     assert_error_line(capsys, "kcse train",
                       f"{data_dir / 'STS-B' / f'STS-B.{split}.data'}: {problem}")
@@ -412,13 +413,14 @@ def test_train_refuses_a_split_it_cannot_score_before_the_model_loads(
 
 def test_train_without_valid_selection_does_not_score_valid(tmp_path, monkeypatch):
     # --protocol su keeps no step on valid: constant valid labels are not scored.
-    from kcse import cli
+    from kcse.commands import train
+    from kcse.commands.main import main as kcse_main
 
     data_dir = write_constant_task(tmp_path / "data", "valid")
-    monkeypatch.setattr(cli, "start_keras", lambda *args: (_ for _ in ()).throw(
+    monkeypatch.setattr(train, "start_keras", lambda *args: (_ for _ in ()).throw(
         RuntimeError("reached the training")))
     with pytest.raises(RuntimeError, match="reached the training"):
-        cli.main(["train", "--model", "e5-small", "--data-dir", str(data_dir),
+        kcse_main(["train", "--model", "e5-small", "--data-dir", str(data_dir),
                   "--protocol", "su", "--output", str(tmp_path / "run")])
 
 
@@ -456,7 +458,8 @@ def test_recipes_refuse_a_split_the_grid_cannot_score_before_any_model_loads(
 ])
 def test_a_bad_synonym_file_is_refused_before_the_model_loads(
         content, message, tmp_path, capsys, no_model_loads, monkeypatch):
-    from kcse import cli
+    from kcse.commands import train
+    from kcse.commands.main import main as kcse_main
     from tiny_grid import recipe
 
     monkeypatch.setattr(sys, "argv", ["chinese_simcse.py"])  # The parser's prog.
@@ -466,8 +469,8 @@ def test_a_bad_synonym_file_is_refused_before_the_model_loads(
     else:
         path.write_text(content, encoding="utf-8")
     views = ["--text-views", "synonym_substitution,word_deletion", "--synonyms", str(path)]
-    monkeypatch.setattr(cli, "start_keras", lambda *args: pytest.fail("TF started"))
-    assert cli.main(["train", "--model", "e5-small", "--output", str(tmp_path / "run"),
+    monkeypatch.setattr(train, "start_keras", lambda *args: pytest.fail("TF started"))
+    assert kcse_main(["train", "--model", "e5-small", "--output", str(tmp_path / "run"),
                      *views]) == 2
     error = capsys.readouterr().err
     expected = "kcse train: error: --synonyms " + message.format(path=path)
@@ -496,7 +499,7 @@ def test_a_good_synonym_file_is_read_once_by_the_checks(tmp_path):
 def test_a_corrupt_keras_file_is_not_called_missing(tmp_path, capsys, no_model_loads):
     import zipfile
 
-    from kcse import cli
+    from kcse.commands.main import main as kcse_main
 
     for name, write, problem in [
         ("corrupt.keras", lambda path: path.write_bytes(b"PK\x03\x04 cut short"),
@@ -508,7 +511,7 @@ def test_a_corrupt_keras_file_is_not_called_missing(tmp_path, capsys, no_model_l
     ]:
         path = tmp_path / name
         write(path)
-        assert cli.main(["export", "--model", str(path), "--output",
+        assert kcse_main(["export", "--model", str(path), "--output",
                          str(tmp_path / "served")]) == 2
         assert_error_line(capsys, "kcse export", f"--model {path}: {problem}")
 
@@ -516,11 +519,11 @@ def test_a_corrupt_keras_file_is_not_called_missing(tmp_path, capsys, no_model_l
 @pytest.mark.parametrize("name", ["texts.jsonl", "pairs.data"])
 def test_an_existing_file_that_is_no_model_is_not_called_missing(
         name, files, capsys, no_model_loads, monkeypatch):
-    from kcse import cli
+    from kcse.commands.main import main as kcse_main
 
     for model in (str(files / name), name):  # A path, and a bare name in the folder.
         monkeypatch.chdir(files)
-        assert cli.main(["evaluate", "--model", model, "--data",
+        assert kcse_main(["evaluate", "--model", model, "--data",
                          str(files / "pairs.data")]) == 2
         error = capsys.readouterr().err
         assert error.startswith(
@@ -530,7 +533,7 @@ def test_an_existing_file_that_is_no_model_is_not_called_missing(
 
 
 def test_a_read_only_file_system_is_called_so(tmp_path, files, monkeypatch, capsys):
-    from kcse import cli
+    from kcse.commands.main import main as kcse_main
 
     target = tmp_path / "mounted"
     target.mkdir()
@@ -552,7 +555,7 @@ def test_a_read_only_file_system_is_called_so(tmp_path, files, monkeypatch, caps
     for command, output in [("encode", target / "v.npy"), ("export", target / "served"),
                             ("train", target / "run")]:
         rest = ["--input", str(files / "texts.txt")] if command == "encode" else []
-        assert cli.main([command, "--model", "e5-small", *rest,
+        assert kcse_main([command, "--model", "e5-small", *rest,
                          "--output", str(output)]) == 2
         assert_error_line(capsys, f"kcse {command}",
                           f"--output {output}: cannot write in {target} (read-only file system)")
@@ -562,7 +565,7 @@ def test_a_saved_encoder_keeps_its_pooling_and_takes_a_max_length(tmp_path, file
     import keras_hub
 
     import kcse
-    from kcse import cli
+    from kcse.commands.main import main as kcse_main
 
     backbone = keras_hub.models.BertBackbone(
         vocabulary_size=30, num_layers=1, num_heads=1, hidden_dim=8,
@@ -573,29 +576,29 @@ def test_a_saved_encoder_keeps_its_pooling_and_takes_a_max_length(tmp_path, file
     kcse.SentenceEncoder(backbone, preprocessor, pooling="cls").save(tmp_path / "e.keras")
     model = ["--model", str(tmp_path / "e.keras"), "--input", str(files / "texts.txt")]
 
-    assert cli.main(["encode", *model, "--pooling", "P3", "--output",
+    assert kcse_main(["encode", *model, "--pooling", "P3", "--output",
                      str(tmp_path / "v.npy")]) == 2
     error = capsys.readouterr().err.strip()
     assert error.startswith("kcse encode: error: --pooling P3: ") and "'cls'" in error
-    assert cli.main(["encode", *model, "--max-length", "17", "--output",
+    assert kcse_main(["encode", *model, "--max-length", "17", "--output",
                      str(tmp_path / "v.npy")]) == 2
     assert "--max-length 17: the model has position embeddings for 16 tokens" in (
         capsys.readouterr().err)
     # P1 is cls: the same pooling, accepted; a shorter length is applied.
-    assert cli.main(["encode", *model, "--pooling", "P1", "--max-length", "4",
+    assert kcse_main(["encode", *model, "--pooling", "P1", "--max-length", "4",
                      "--output", str(tmp_path / "v.npy")]) == 0
     assert np.load(tmp_path / "v.npy").shape == (2, 8)
 
 
 def test_an_unwritable_output_is_refused(tmp_path, files, monkeypatch, capsys):
-    from kcse import cli
+    from kcse.commands.main import main as kcse_main
 
     target = tmp_path / "locked"
     target.mkdir()
     real_access = os.access
     monkeypatch.setattr(os, "access", lambda path, mode: (
         False if pathlib.Path(path) == target else real_access(path, mode)))
-    assert cli.main(["encode", "--model", "e5-small", "--input", str(files / "texts.txt"),
+    assert kcse_main(["encode", "--model", "e5-small", "--input", str(files / "texts.txt"),
                      "--output", str(target / "v.npy")]) == 2
     assert capsys.readouterr().err.strip() == (
         f"kcse encode: error: --output {target / 'v.npy'}: cannot write in {target} "
@@ -625,10 +628,10 @@ def test_a_command_is_quiet_and_plain_when_piped(tiny_model, tmp_path):
     ("一个人\t两个人\t3\n猫\t狗\t3\n", "gold scores are all equal (3)"),
 ])
 def test_evaluate_refuses_pairs_without_a_correlation(content, message, tmp_path, capsys):
-    from kcse import cli
+    from kcse.commands.main import main as kcse_main
 
     data = tmp_path / "few.data"
     data.write_text(content, encoding="utf-8")
-    assert cli.main(["evaluate", "--model", "e5-small", "--data", str(data)]) == 2
+    assert kcse_main(["evaluate", "--model", "e5-small", "--data", str(data)]) == 2
     error = capsys.readouterr().err.strip()
     assert error.startswith(f"kcse evaluate: error: {data}: ") and message in error, error

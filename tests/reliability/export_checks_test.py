@@ -178,11 +178,12 @@ def encoder_file(tmp_path_factory):
 
 def test_onnx_without_its_packages_is_refused_before_the_model_loads(
         encoder_file, tmp_path, monkeypatch, capsys):
-    from kcse import cli
+    from kcse.commands import export
+    from kcse.commands.main import main as kcse_main
 
-    monkeypatch.setattr(cli, "ONNX_PACKAGES", ("onnx", "kcse_no_such_package"))
-    monkeypatch.setattr(cli, "load_encoder", lambda *args, **kwargs: pytest.fail("loaded"))
-    code = cli.main(["export", "--model", str(encoder_file), "--format", "onnx",
+    monkeypatch.setattr(export, "ONNX_PACKAGES", ("onnx", "kcse_no_such_package"))
+    monkeypatch.setattr(export, "load_encoder", lambda *args, **kwargs: pytest.fail("loaded"))
+    code = kcse_main(["export", "--model", str(encoder_file), "--format", "onnx",
                      "--output", str(tmp_path / "served")])
     assert code == 2
     assert capsys.readouterr().err.splitlines() == [
@@ -199,7 +200,7 @@ def test_onnx_library_failures_are_one_line_naming_the_file(
     import onnxruntime
     from onnxruntime import quantization
 
-    from kcse import cli
+    from kcse.commands.main import main as kcse_main
 
     def fail(*args, **kwargs):
         raise {"onnx.checker": onnx.checker.ValidationError,
@@ -210,7 +211,7 @@ def test_onnx_library_failures_are_one_line_naming_the_file(
               "ONNX Runtime": (onnxruntime, "InferenceSession"),
               "quantiser": (quantization, "quantize_dynamic")}[step]
     monkeypatch.setattr(*target, fail)
-    code = cli.main(["export", "--model", str(encoder_file), "--format", "onnx",
+    code = kcse_main(["export", "--model", str(encoder_file), "--format", "onnx",
                      "--quantize", "int8", "--output", str(tmp_path / "served")])
     expected = {
         "onnx.checker": "model.onnx is not a valid ONNX model (onnx.checker): damaged graph",

@@ -29,7 +29,7 @@ import pytest
 import kcse
 from conftest import tiny_encoder_file
 from kcse.foundation import atomic_files
-from kcse import cli
+from kcse.commands.main import main as kcse_main
 from kcse.experiments import methods
 from kcse.experiments.results.store import ResultStore
 from results_cells import grid_cell
@@ -134,7 +134,7 @@ def test_encode_on_a_full_disk(encoder_file, disk, capsys, suffix, free):
     before = write_earlier_files(disk)
     output = disk.folder / f"vectors{suffix}"
     with disk.leave(free):
-        code = cli.main(["encode", "--model", str(model), "--input", str(texts),
+        code = kcse_main(["encode", "--model", str(model), "--input", str(texts),
                          "--output", str(output), "--overwrite"])
     assert_nothing_lost(disk, before, code, capsys.readouterr().err, output)
 
@@ -142,7 +142,7 @@ def test_encode_on_a_full_disk(encoder_file, disk, capsys, suffix, free):
 def test_encode_writes_npy_with_ordinary_writes_that_numpy_reads(encoder_file, tmp_path):
     model, texts = encoder_file
     output = tmp_path / "vectors.npy"
-    assert cli.main(["encode", "--model", str(model), "--input", str(texts),
+    assert kcse_main(["encode", "--model", str(model), "--input", str(texts),
                      "--output", str(output)]) == 0
     vectors = np.load(output)
     expected = keras.saving.load_model(model).encode(texts.read_text().splitlines())
@@ -165,7 +165,7 @@ def test_export_on_a_full_disk(encoder_file, disk, capsys, options, free):
     before = write_earlier_files(disk)
     free = QUANTISER_FAILS[disk.mounted] if free == "quantiser" else free
     with disk.leave(free):
-        code = cli.main(["export", "--model", str(model), "--output",
+        code = kcse_main(["export", "--model", str(model), "--output",
                          str(disk.folder / "served"), "--overwrite", *options])
     assert_nothing_lost(disk, before, code, capsys.readouterr().err, disk.folder / "served")
 
@@ -191,7 +191,7 @@ def test_train_checks_the_room_for_its_model_before_training(tiny_task, disk, ca
                         lambda *args, **kwargs: trained.append(True))
     output = disk.folder / "run"
     with disk.leave(4096):
-        code = cli.main(train_arguments(tiny_task, output))
+        code = kcse_main(train_arguments(tiny_task, output))
     stderr = capsys.readouterr().err
     assert_nothing_lost(disk, before, code, stderr, output / "encoder.keras")
     assert not output.exists()
@@ -213,7 +213,7 @@ def test_a_trained_encoder_that_cannot_be_written_goes_to_the_temporary_folder(
         return real_save(self, path, **kwargs)
 
     monkeypatch.setattr(kcse.SentenceEncoder, "save", full_disk_at_output)
-    code = cli.main(train_arguments(tiny_task, output))
+    code = kcse_main(train_arguments(tiny_task, output))
     line = capsys.readouterr().err.strip()
     assert code == 1 and len(line.splitlines()) == 1, line
     assert f"cannot write {output / 'encoder.keras'}: No space left on device" in line

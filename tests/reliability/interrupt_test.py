@@ -71,7 +71,7 @@ def interrupt(command, when, folder=None, delay=0.0, again=None):
 
 
 def kcse_command(*arguments):
-    return [sys.executable, "-m", "kcse.cli", *map(str, arguments)]
+    return [sys.executable, "-m", "kcse.commands.main", *map(str, arguments)]
 
 
 def files(folder):

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import tiny_encoder_file
 from tiny_grid import tiny_task_and_model
-from kcse import cli
+from kcse.commands.main import main as kcse_main
 from kcse.foundation import file_locks
 
 
@@ -42,7 +42,7 @@ def files(folder):
 
 def refused(capsys, argv, *fragments):
     """Runs `kcse argv`: exit 2, one line with `fragments`, no model loaded."""
-    code = cli.main([str(part) for part in argv])
+    code = kcse_main([str(part) for part in argv])
     out, err = capsys.readouterr()
     lines = err.strip().splitlines()
     assert code == 2, err
@@ -117,11 +117,11 @@ def test_overwrite_replaces_an_earlier_export_but_no_file_of_the_user(
     output = tmp_path / "served"
     argv = ["export", "--model", str(model), "--format", "sentence_transformers",
             "--output", str(output)]
-    assert cli.main(argv) == 0
+    assert kcse_main(argv) == 0
     first = files(output)
     assert "kcse_export.json" in first and "modules.json" in first
     (output / "modules.json").write_text("[]")  # A file kcse wrote: replaced.
-    assert cli.main(argv + ["--overwrite"]) == 0
+    assert kcse_main(argv + ["--overwrite"]) == 0
     assert files(output) == first
     capsys.readouterr()
     (output / "1_Pooling" / "mine.txt").write_text("kept\n")
@@ -152,7 +152,7 @@ def test_a_second_writer_of_one_output_stops_before_the_model_loads(model_and_te
                     f"process {os.getpid()}")
         assert not output.exists()
     assert list(tmp_path.iterdir()) == []  # Nor a claim file left behind.
-    assert cli.main([str(part) for part in cases[1]]) == 0  # Released: a run writes it.
+    assert kcse_main([str(part) for part in cases[1]]) == 0  # Released: a run writes it.
     assert "wrote 4 vectors" in capsys.readouterr().out
     assert list(tmp_path.iterdir()) == [tmp_path / "v.npy"]
 
@@ -188,7 +188,7 @@ def test_train_overwrite_replaces_its_two_files_and_keeps_the_others(tmp_path, s
     refused(capsys, argv + ["--output", output], f"{output / 'encoder.keras'} exists: pass "
             "--overwrite to replace it")
     assert files(tmp_path) == before
-    assert cli.main([str(part) for part in argv + ["--output", output, "--overwrite"]]) == 0
+    assert kcse_main([str(part) for part in argv + ["--output", output, "--overwrite"]]) == 0
     assert (output / "notes.txt").read_text() == "mine\n"
     assert (output / "encoder.keras").read_bytes() != b"earlier encoder"
     assert json.loads((output / "train.json").read_text())["method"] == "simcse"

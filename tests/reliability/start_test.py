@@ -15,7 +15,7 @@ def python(code, *arguments):
 
 
 def test_importing_kcse_and_its_command_imports_neither_keras_nor_tensorflow():
-    result = python("import sys, kcse, kcse.cli, kcse.foundation.arguments; "
+    result = python("import sys, kcse, kcse.commands.main, kcse.foundation.arguments; "
                     "print(sorted({'keras', 'tensorflow'} & set(sys.modules)))")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

@@ -13,7 +13,8 @@ import pytest
 
 import kcse
 from checkpoints import write_family
-from kcse import cli
+from kcse.commands.main import SUBCOMMANDS
+from kcse.commands.main import main as kcse_main
 
 NOT_JSON = '{"vocab_size": 40,\n  hidden_size: 8}\n'
 WHY = "not JSON (Expecting property name enclosed in double quotes at line 2, column 3)"
@@ -37,7 +38,8 @@ def no_model_loads(monkeypatch):
 
     monkeypatch.setattr(model_sources, "load_model",
                         lambda *args, **kwargs: pytest.fail("a model was loaded"))
-    monkeypatch.setattr(cli, "start_keras", lambda *args: pytest.fail("TF started"))
+    for subcommand in SUBCOMMANDS:
+        monkeypatch.setattr(subcommand, "start_keras", lambda *args: pytest.fail("TF started"))
 
 
 @pytest.mark.parametrize("pooling", [[], ["--pooling", "wk"], ["--pooling", "P2"]])
@@ -56,7 +58,7 @@ def test_a_model_config_that_is_not_json_is_named_before_the_model_loads(
                       '{"class_name": "BertBackbone", "config": {,}}', encoding="utf-8")
     why = WHY if layout != "keras_hub" else (
         "not JSON (Expecting property name enclosed in double quotes at line 1, column 43)")
-    assert cli.main(["encode", "--model", model, *pooling, "--input", str(texts),
+    assert kcse_main(["encode", "--model", model, *pooling, "--input", str(texts),
                      "--output", str(tmp_path / "v.npy")]) == 2
     # A checkpoint folder is named as given, then its file; a preset or Hugging
     # Face folder by the file read (`model_sources.check_model`).
@@ -78,7 +80,7 @@ def test_a_model_config_that_is_no_object_is_named(content, why, checkpoint, tex
         config.write_bytes(content)
     else:
         config.write_text(content, encoding="utf-8")
-    assert cli.main(["evaluate", "--model", f"{folder}:bert", "--data", str(texts)]) == 2
+    assert kcse_main(["evaluate", "--model", f"{folder}:bert", "--data", str(texts)]) == 2
     assert capsys.readouterr().err == (
         f"kcse evaluate: error: --model {folder}:bert: {config}: {why}\n")
 
@@ -99,7 +101,7 @@ def test_export_records_the_prefix_it_prints_and_keeps_the_encoders_prompts(tmp_
     own = {"query": "问：", "prefix": "前：", "document": "文："}
     kcse.SentenceEncoder(backbone, preprocessor, prompts=own,
                          default_prompt_name="query").save(tmp_path / "e.keras")
-    assert cli.main(["export", "--model", str(tmp_path / "e.keras"), "--prefix", "答：",
+    assert kcse_main(["export", "--model", str(tmp_path / "e.keras"), "--prefix", "答：",
                      "--output", str(tmp_path / "served")]) == 0
     out = capsys.readouterr().out
     assert "clients prepend '答：' to sentences (default_prompt())" in out

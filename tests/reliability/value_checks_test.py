@@ -21,7 +21,7 @@ import pytest
 import kcse
 from conftest import tiny_bert
 from conftest import tiny_preprocessor
-from kcse import cli
+from kcse.commands.main import main as kcse_main
 from kcse.layers.adam_weight_decay import AdamWeightDecay
 from kcse.layers.adam_weight_decay import WarmupLinear
 from kcse.foundation.validation import MIN_SEQUENCE_LENGTH
@@ -253,7 +253,7 @@ def test_the_command_refuses_a_length_below_3_before_tensorflow(command, length,
             "export": ["--format", "onnx", "--output", str(tmp_path / "onnx")],
             "train": ["--output", str(tmp_path / "run")]}[command]
     tensorflow_before = "tensorflow" in sys.modules
-    assert cli.main([command, "--model", "e5-small", "--max-length", length, *rest]) == 2
+    assert kcse_main([command, "--model", "e5-small", "--max-length", length, *rest]) == 2
     assert capsys.readouterr().err == (
         f"kcse {command}: error: argument --max-length: must be an integer >= 3 ([CLS], at "
         "least one token and [SEP]; shorter, every sentence gets the same vector); got "
@@ -269,12 +269,12 @@ def test_a_saved_encoder_of_a_length_below_3_needs_max_length(texts, tmp_path, c
     encoder.save(tmp_path / "short.keras")
     model = str(tmp_path / "short.keras")
     arguments = ["encode", "--model", model, "--input", str(texts)]
-    assert cli.main([*arguments, "--output", str(tmp_path / "v.npy")]) == 2
+    assert kcse_main([*arguments, "--output", str(tmp_path / "v.npy")]) == 2
     assert capsys.readouterr().err == (
         f"kcse encode: error: {model}: the preprocessor's sequence_length must be an int >= "
         "3 ([CLS], at least one token and [SEP]); got 2: every sentence would be [CLS] "
         "[SEP], one vector for all. Pass --max-length.\n")
-    assert cli.main([*arguments, "--max-length", "8", "--output",
+    assert kcse_main([*arguments, "--max-length", "8", "--output",
                      str(tmp_path / "w.npy")]) == 0
     vectors = np.load(tmp_path / "w.npy")
     assert vectors.shape == (2, 8) and not np.allclose(vectors[0], vectors[1])

