@@ -7,8 +7,6 @@ import itertools
 import pathlib
 import time
 
-import keras
-import numpy as np
 
 from kcse.foundation import interrupts
 from kcse.foundation.digests import content_digest
