@@ -7,7 +7,6 @@ import itertools
 import pathlib
 import time
 
-
 from kcse.foundation import interrupts
 from kcse.foundation.digests import content_digest
 from kcse.experiments import cell_scoring
