@@ -155,7 +155,7 @@ INTERNAL_PACKAGES = {
     "kcse.experiments.methods":
         "the methods of column c and their registry; import them by path",
     "kcse.commands":
-        "one module per `kcse` subcommand and their shared helpers; import them by path",
+        "one module per subcommand of the kcse command and their shared helpers; import them by path",
     "kcse.experiments.columns": "the grid's columns and their registry; import them by path",
     "kcse.experiments.results":
         "a grid's cell identity, store and tables; import them by path",
