@@ -7,6 +7,7 @@ in the original layout and real Chinese STS-B pairs (tests/tiny_grid.py).
 import json
 import re
 import shutil
+import types
 
 import keras
 import numpy as np
@@ -433,3 +434,11 @@ def test_a_columns_flags_feed_the_identity_only_when_it_is_chosen():
     with pytest.raises(arguments.UsageError,
                        match="--abtt-directions: must be an integer >= 1; got '0'"):
         parser.parse_args(["--postprocess", "all-but-the-top", "--abtt-directions", "0"])
+    # D beyond the model's dimension: one usage line before the cell trains.
+    from kcse.experiments.columns.all_but_the_top import AllButTheTopColumn
+
+    cell = types.SimpleNamespace(fit_vectors=np.zeros((10, 8)),
+                                 spec=types.SimpleNamespace(name="tiny"))
+    with pytest.raises(arguments.UsageError, match="^--abtt-directions 9: tiny gives "
+                       "8-dimensional vectors; remove at most 8 directions$"):
+        AllButTheTopColumn(9).prepare(cell)

@@ -54,6 +54,11 @@ class AllButTheTopColumn(Column):
 
         if cell.fit_vectors is None:
             return {"all_but_the_top": None, "all_but_the_top_directions": None}
+        dim = cell.fit_vectors.shape[-1]
+        if self.directions is not None and self.directions > dim:
+            raise arguments.UsageError(
+                f"--abtt-directions {self.directions}: {cell.spec.name} gives "
+                f"{dim}-dimensional vectors; remove at most {dim} directions")
         mean, top = all_but_the_top_statistics(cell.fit_vectors, self.directions)
         return {"all_but_the_top": score_splits(
                     cell.data, cell.raw_vectors, lambda v: all_but_the_top(v, mean, top)),
