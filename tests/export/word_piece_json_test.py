@@ -16,7 +16,7 @@ from checkpoints import VOCABULARY
 from kcse.export import word_piece_json
 from kcse.export.formats import UnsupportedExportError
 from sentence_encoder_test import HUGGING_FACE_TEXTS
-from sentence_encoder_test import minilm_folder
+from real_models import minilm_folder
 
 import transformers  # noqa: E402  (conftest sets USE_TF=0 first)
 
