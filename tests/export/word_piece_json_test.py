@@ -16,7 +16,8 @@ from checkpoints import VOCABULARY
 from kcse.export import word_piece_json
 from kcse.export.formats import UnsupportedExportError
 from sentence_encoder_test import HUGGING_FACE_TEXTS
-from sentence_encoder_test import minilm_folder
+from real_models import minilm_encoder
+from real_models import minilm_folder
 
 import transformers  # noqa: E402  (conftest sets USE_TF=0 first)
 
@@ -77,7 +78,7 @@ def test_minilm_vocabulary_tokenizes_as_kcse_where_bert_tokenizer_does_not(tmp_p
     folder tokenizer equals kcse on every Chinese STS-B test sentence; the
     folder's own BertTokenizer (HF's cuts) differs on hundreds of them
     (full-width punctuation), which is why the export writes its own."""
-    preprocessor = kcse.SentenceEncoder.from_preset(minilm_folder(), pooling="P3").preprocessor
+    preprocessor = minilm_encoder().preprocessor  # `from_preset(folder, pooling="P3")`
     texts = chinese_stsb_test_sentences()
     assert_same_ids(written_tokenizer(tmp_path, preprocessor), preprocessor,
                     texts + FOLDING_TEXTS + HUGGING_FACE_TEXTS)

