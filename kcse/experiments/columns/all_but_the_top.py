@@ -63,6 +63,3 @@ class AllButTheTopColumn(Column):
         return {"all_but_the_top": score_splits(
                     cell.data, cell.raw_vectors, lambda v: all_but_the_top(v, mean, top)),
                 "all_but_the_top_directions": len(top)}
-
-
-COLUMN = AllButTheTopColumn()

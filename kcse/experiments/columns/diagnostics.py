@@ -89,6 +89,3 @@ class DiagnosticsColumn(Column):
 
     def shown(self, cells):
         return False
-
-
-COLUMN = DiagnosticsColumn()

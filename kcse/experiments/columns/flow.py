@@ -55,6 +55,3 @@ class FlowColumn(Column):
             return {"flow": None}
         return {"flow": flow_scores(cell.data, cell.raw_vectors, cell.fit_vectors,
                                     cell.seeds[0])}
-
-
-COLUMN = FlowColumn()

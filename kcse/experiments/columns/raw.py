@@ -15,6 +15,3 @@ class RawColumn(Column):
         from kcse.experiments import cell_scoring
 
         return {"raw": cell_scoring.score_splits(cell.data, cell.raw_vectors)}
-
-
-COLUMN = RawColumn()

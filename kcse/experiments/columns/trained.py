@@ -119,6 +119,3 @@ class TrainedColumn(Column):
     def log_text(self, record):
         c, std, runs = cell_columns(record)[2:5]
         return f"c {c}" + ("" if std == "-" else f" ± {std} over {runs} seeds")
-
-
-COLUMN = TrainedColumn()

@@ -50,6 +50,3 @@ class TrainedWhiteningColumn(Column):
 
     def entries(self, cell):
         return (self.text(cell),)
-
-
-COLUMN = TrainedWhiteningColumn()

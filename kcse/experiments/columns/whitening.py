@@ -29,6 +29,3 @@ class WhiteningColumn(Column):
             "whitening_null_directions": None if whitening is None
             else null_directions(whitening[1]),
         }
-
-
-COLUMN = WhiteningColumn()
