@@ -40,27 +40,21 @@ HAND_CASES = ["一个女孩，２？Ａ", "RÉSUMÉ résumé", "一\u200b个\x07
 # Tokens the hand-written cases need (beside the sample's characters): a
 # folding tokenizer would give "，" the id of "," and "ａ" that of "a".
 HAND_TOKENS = ("a", "##a", "resume", ",", "2", "ａ", "２", "，")
-# One process on JAX where TensorFlow, tensorflow-text and jieba cannot be
-# imported (one interpreter start for both tests below): each folder's token
-# ids and its P1-P4 vectors, as JSON in argv[2]; then the recipe with the
-# folders, as `python recipes/chinese_simcse.py ARGS...` (its exit status is
-# the process's).
+# Run in a process on JAX where TensorFlow, tensorflow-text and jieba cannot be
+# imported: each folder's token ids and its P1-P4 vectors, as JSON on stdout.
 FOLDER_SIDE = """
-import json, runpy, sys
+import json, sys
 import kcse
 from kcse.models.model_sources import load_preset
-split = sys.argv.index("--")
 sentences = json.loads(open(sys.argv[1], encoding="utf-8").read())
 out = {}
-for folder in sys.argv[3:split]:
+for folder in sys.argv[2:]:
     backbone, preprocessor = load_preset(folder, %d)
     ids = [list(map(int, piece_ids)) for piece_ids in preprocessor.tokenizer(sentences)]
     vectors = {pooling: kcse.SentenceEncoder(backbone, preprocessor, pooling=pooling)
                .encode(sentences[:50]).tolist() for pooling in %r}
     out[folder] = {"ids": ids, "vectors": vectors}
-open(sys.argv[2], "w", encoding="utf-8").write(json.dumps(out))
-sys.argv = sys.argv[split + 1:]
-runpy.run_path(sys.argv[0], run_name="__main__")
+print(json.dumps(out))
 """ % (LENGTH, POOLINGS)
 
 
@@ -85,30 +79,6 @@ def exported(tmp_path_factory, shared_data):
         recipe("chinese_simcse").main(["--models", ",".join(models),
                                        "--output", str(folder / name), *flags])
     return folder, checkpoints, folders, sample
-
-
-@pytest.fixture(scope="module")
-def jax_process(exported, shared_data):
-    """The folders in one process on JAX without TensorFlow, tensorflow-text
-    or jieba: the sentences it cut and encoded (the hand-written cases, the
-    sample's and every sentence of Chinese STS-B's test split), its
-    CompletedProcess and each folder's ids and vectors; then the recipe
-    with the folders into `<folder>/jax`."""
-    folder, _, folders, sample = exported
-    test = kcse.data.read_pairs(shared_data / "senteval_cn" / "STS-B" / "STS-B.test.data")
-    sentences = HAND_CASES + sorted({text for pairs in sample.values()
-                                     for a, b, _ in pairs for text in (a, b)})
-    sentences += sorted(set(test.sentences1) | set(test.sentences2))
-    (folder / "sentences.json").write_text(json.dumps(sentences, ensure_ascii=False),
-                                           encoding="utf-8")
-    run = tensorflow_free.run([
-        "-c", FOLDER_SIDE, str(folder / "sentences.json"), str(folder / "folder_side.json"),
-        *map(str, folders.values()), "--",
-        "recipes/chinese_simcse.py", "--models", ",".join(str(folders[f]) for f in FAMILIES),
-        "--data-dir", str(folder / "data"), "--output", str(folder / "jax"), *GRID_FLAGS])
-    side_file = folder / "folder_side.json"
-    side = json.loads(side_file.read_text(encoding="utf-8")) if side_file.exists() else None
-    return sentences, run, side
 
 
 def grid_scores(results_file):
@@ -137,13 +107,16 @@ def test_folders_give_the_checkpoints_a_b_c(exported):
         assert len(set(scores)) == 3, place  # a, b and c are three numbers.
 
 
-def test_folders_give_a_and_b_on_jax_without_tensorflow(exported, jax_process):
+def test_folders_give_a_and_b_on_jax_without_tensorflow(exported):
     """The recipe with the folders on JAX, TensorFlow, tensorflow-text and
     jieba hidden (as on the GPU machine): a and b within 0.05 of the
     original checkpoints' on TensorFlow; c, trained with JAX's dropout
     masks, is finite."""
-    folder = exported[0]
-    _, run, _ = jax_process
+    folder, _, folders, _ = exported
+    run = tensorflow_free.run(["recipes/chinese_simcse.py", "--models",
+                               ",".join(str(folders[family]) for family in FAMILIES),
+                               "--data-dir", str(folder / "data"),
+                               "--output", str(folder / "jax"), *GRID_FLAGS])
     assert run.returncode == 0, run.stderr[-3000:]
     original = grid_scores(folder / "original" / "results.json")
     on_jax = grid_scores(folder / "jax" / "results.json")
@@ -154,7 +127,7 @@ def test_folders_give_a_and_b_on_jax_without_tensorflow(exported, jax_process):
         assert np.isfinite(on_jax[place][2]), place
 
 
-def test_folders_cut_and_encode_as_the_checkpoints_without_tensorflow(exported, jax_process):
+def test_folders_cut_and_encode_as_the_checkpoints_without_tensorflow(exported, shared_data):
     """In a process on JAX without TensorFlow, tensorflow-text or jieba, each
     folder cuts the hand-written cases and every sentence of Chinese STS-B's
     test split (characters outside the tiny vocabulary: [UNK]) into the
@@ -162,9 +135,17 @@ def test_folders_cut_and_encode_as_the_checkpoints_without_tensorflow(exported, 
     original checkpoint's within 1e-5."""
     import tensorflow as tf
 
-    _, checkpoints, folders, _ = exported
-    sentences, run, side = jax_process
-    assert side is not None, run.stderr[-3000:]
+    folder, checkpoints, folders, sample = exported
+    test = kcse.data.read_pairs(shared_data / "senteval_cn" / "STS-B" / "STS-B.test.data")
+    sentences = HAND_CASES + sorted({text for pairs in sample.values()
+                                     for a, b, _ in pairs for text in (a, b)})
+    sentences += sorted(set(test.sentences1) | set(test.sentences2))
+    (folder / "sentences.json").write_text(json.dumps(sentences, ensure_ascii=False),
+                                           encoding="utf-8")
+    run = tensorflow_free.run(["-c", FOLDER_SIDE, str(folder / "sentences.json"),
+                               *map(str, folders.values())])
+    assert run.returncode == 0, run.stderr[-3000:]
+    side = json.loads(run.stdout.strip().splitlines()[-1])
     for family in FAMILIES:
         # One read of the checkpoint, its backbone under each pooling (as
         # the folder side does with the folder's).
