@@ -147,9 +147,12 @@ def test_folders_cut_and_encode_as_the_checkpoints_without_tensorflow(exported, 
     assert run.returncode == 0, run.stderr[-3000:]
     side = json.loads(run.stdout.strip().splitlines()[-1])
     for family in FAMILIES:
+        # One read of the checkpoint, its backbone under each pooling (as
+        # the folder side does with the folder's).
+        original = kcse.SentenceEncoder.from_checkpoint(checkpoints[family], family, LENGTH)
         for pooling in POOLINGS:
-            encoder = kcse.SentenceEncoder.from_checkpoint(checkpoints[family], family,
-                                                           LENGTH, pooling=pooling)
+            encoder = kcse.SentenceEncoder(original.backbone, original.preprocessor,
+                                           pooling=pooling)
             theirs = side[str(folders[family])]
             if pooling == POOLINGS[0]:
                 # Its graph (TensorFlow Text), as tf.data runs it on TensorFlow.

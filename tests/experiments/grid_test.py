@@ -44,14 +44,16 @@ def run_recipe(tmp_path, model, *extra):
 
 @pytest.fixture(scope="module")
 def default_grid(tmp_path_factory, shared_data):
-    """`tiny_setup` after one `run_recipe` with no extra flags, and what that
-    run printed: the same run of the same grid, shared by the tests that
-    read it (each used to repeat it, ~30 s)."""
+    """`tiny_setup` after one `run_recipe` with `--plot` only (a PNG per
+    cell, drawn from vectors already scored: no number changes, and not
+    part of a cell's identity), and what that run printed: the same run of
+    the same grid, shared by the tests that read it (each used to repeat
+    it, ~30 s)."""
     tmp_path = tmp_path_factory.mktemp("default_grid")
     model = tiny_task_and_model(tmp_path, shared_data)
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        run_recipe(tmp_path, model)
+        run_recipe(tmp_path, model, "--plot")
     return tmp_path, model, printed.getvalue()
 
 
@@ -97,16 +99,15 @@ def test_smoke_results_schema_and_resume(default_grid, capsys):
                 f"{cell['trained']['test']['spearman']:.2f} |") in su_table
     assert "su_table.md" in first
 
-    run_recipe(tmp_path, model)
+    run_recipe(tmp_path, model)  # Without --plot: the same cells.
     second = capsys.readouterr().out
     assert "2 cell(s) with these settings already in" in second and "[1/" not in second
     assert json.loads((tmp_path / "out" / "results.json").read_text()) == results
 
 
-def test_plot_writes_a_png_per_cell(tiny_setup):
+def test_plot_writes_a_png_per_cell(default_grid):
     matplotlib_image = pytest.importorskip("matplotlib.image")
-    tmp_path, model = tiny_setup
-    run_recipe(tmp_path, model, "--plot")
+    tmp_path = default_grid[0]
     for pooling in ("P1", "P4"):
         plots = list((tmp_path / "out" / "plots").glob(f"tiny_bert_{pooling}_STS-B_simcse_*.png"))
         assert len(plots) == 1
