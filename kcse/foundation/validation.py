@@ -10,7 +10,8 @@ import numbers
 import os
 import sys
 
-_PACKAGE_FOLDER = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# kcse/ (this module is in kcse/foundation/).
+_PACKAGE_FOLDER = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # The shortest token length that tells sentences apart: [CLS], a token and
 # [SEP]. keras-hub's preprocessors always keep the two special tokens, so
 # at 2 every sentence is `[CLS] [SEP]` (one vector for all), and at 1 they
