@@ -55,26 +55,43 @@ def assert_same_vectors(encoder, folder, texts, expected_modules):
     return model
 
 
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory):
+    """`tiny_checkpoint(family)`: `from_checkpoint` of a random checkpoint of
+    the family at 32 tokens, loaded once for the module's tests, which build
+    their poolings around its backbone and preprocessor."""
+    loaded = {}
+
+    def load(family):
+        if family not in loaded:
+            folder = write_family(tmp_path_factory.mktemp(family), family)
+            loaded[family] = kcse.SentenceEncoder.from_checkpoint(folder, family, 32,
+                                                                  pooling="P1")
+        return loaded[family]
+
+    return load
+
+
 @pytest.mark.parametrize("family", ["bert", "nezha", "roformer"])
 @pytest.mark.parametrize("pooling", list(MODULES))
-def test_tiny_checkpoints_encode_as_kcse(tmp_path, family, pooling):
+def test_tiny_checkpoints_encode_as_kcse(tmp_path, tiny_checkpoint, family, pooling):
     """RoFormer keeps its jieba tokenizer (transformers' RoFormerTokenizerFast)
     and its checkpoint's pooler, which RoFormerModel has no place for, as P2's
     `Dense`."""
-    folder = write_family(tmp_path, family)
+    raw = tiny_checkpoint(family)
     texts = chinese_stsb_test_sentences()
-    encoder = kcse.SentenceEncoder.from_checkpoint(folder, family, 32, pooling=pooling)
+    encoder = kcse.SentenceEncoder(raw.backbone, raw.preprocessor, pooling=pooling)
     kcse.export.export_sentence_transformers(encoder, tmp_path / "st")
     assert_same_vectors(encoder, tmp_path / "st", texts, MODULES[pooling])
 
 
 @pytest.mark.parametrize("family", ["bert", "nezha", "roformer", "wobert"])
-def test_whitened_normalized_and_tanh_pooler(tmp_path, family):
-    folder = write_family(tmp_path, family)
+def test_whitened_normalized_and_tanh_pooler(tmp_path, tiny_checkpoint, family):
+    raw = tiny_checkpoint(family)
     texts = chinese_stsb_test_sentences()
-    raw = kcse.SentenceEncoder.from_checkpoint(folder, family, 32, pooling="P4")
+    p4 = kcse.SentenceEncoder(raw.backbone, raw.preprocessor, pooling="P4")
     encoder = kcse.SentenceEncoder(raw.backbone, raw.preprocessor, pooling="P4",
-                                   whitening=whitening_of(raw.encode(texts[:300])), normalize=True)
+                                   whitening=whitening_of(p4.encode(texts[:300])), normalize=True)
     kcse.export.export_sentence_transformers(encoder, tmp_path / "whitened")
     assert_same_vectors(encoder, tmp_path / "whitened", texts,
                         ["WeightedLayerPooling", "Pooling", "Dense", "Normalize"])
