@@ -12,8 +12,6 @@ package says so in one line with its `pip install`.
 
 import json
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -53,11 +51,36 @@ def grid_arguments(folder, output):
 
 
 @pytest.fixture(scope="module")
-def jax_grid(tiny_folders):
+def jax_side(tiny_folders):
+    """The one process on JAX without the hidden packages (JAX_SIDE), on the
+    folders it needs: a keras-hub preset folder (its own layout) written
+    from the HF folder, a .keras file saved on TensorFlow (encoded on JAX),
+    and the refusals' folder; `(CompletedProcess, the .keras file's texts)`."""
+    import keras_hub
+
+    folder = tiny_folders[0]
+    backbone = keras_hub.models.Backbone.from_preset(str(folder / "hf"))
+    preprocessor = keras_hub.models.TextEmbedderPreprocessor.from_preset(str(folder / "hf"))
+    backbone.save_to_preset(str(folder / "preset"))
+    preprocessor.tokenizer.save_to_preset(str(folder / "preset"))
+    _, texts = tiny_encoder_file(folder, lines=3)
+    refusals = folder / "refusals"
+    (refusals / "ckpt").mkdir(parents=True)
+    (refusals / "ckpt" / "bert_config.json").write_text("{}")
+    write_task(refusals / "data", "STS-B", stsb_sample(SHARED_DATA), lambda label: int(label))
+    keras_file, _ = tiny_encoder_file(refusals, lines=1)
+    script = folder / "jax_side.py"
+    script.write_text(JAX_SIDE + REFUSALS)
+    result = tensorflow_free.run([str(script), str(folder), str(refusals), str(keras_file),
+                                  json.dumps(grid_arguments(folder, "jax"))])
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result, texts
+
+
+@pytest.fixture(scope="module")
+def jax_grid(jax_side, tiny_folders):
     """The main recipe's cell, run on JAX without the hidden packages."""
     folder = tiny_folders[0]
-    result = tensorflow_free.run(["recipes/chinese_simcse.py", *grid_arguments(folder, "jax")])
-    assert result.returncode == 0, result.stderr[-3000:]
     return cell_of(read_strict_json(folder / "jax" / "results.json")["cells"], "hf|P3|STS-B|su")
 
 
@@ -104,35 +127,39 @@ def test_tensorflow_gives_the_same_a_and_b(jax_grid, tiny_folders, capsys):
                 jax_grid[column][split]["spearman"], abs=0.05), (column, split)
 
 
-COMMANDS = """
-set -e
-kcse() {{ "{python}" -m kcse.commands.main "$@"; }}
-kcse train --model {w}/hf --task STS-B --data-dir {w}/data --output {w}/trained \\
-    --sentences 32 --batch-size 16 --max-length 32 --pooling P1
-kcse evaluate --model {w}/preset --pooling P3 --data {w}/data/STS-B/STS-B.test.data \\
-    --json {w}/preset.json
-kcse encode --model {w}/tiny.keras --input {w}/texts.txt --output {w}/tiny.npy
-kcse export --model {w}/trained/encoder.keras --format huggingface --output {w}/exported
-"""
+# All that runs without the hidden packages, in one process on JAX (one
+# interpreter start, not six): the main recipe as `python
+# recipes/chinese_simcse.py` runs it, the four kcse commands as `python -m
+# kcse.commands.main` runs them (a failure stops the rest), then the refusals
+# (REFUSALS), whose JSON is the last line on stdout.
+JAX_SIDE = r'''
+import json, runpy, sys
+w, refusals_folder, refusals_keras_file = sys.argv[1:4]
+sys.argv = ["recipes/chinese_simcse.py", *json.loads(sys.argv[4])]
+sys.path.insert(0, "recipes")
+runpy.run_path("recipes/chinese_simcse.py", run_name="__main__")
+for arguments in [
+    ["train", "--model", f"{w}/hf", "--task", "STS-B", "--data-dir", f"{w}/data",
+     "--output", f"{w}/trained", "--sentences", "32", "--batch-size", "16",
+     "--max-length", "32", "--pooling", "P1"],
+    ["evaluate", "--model", f"{w}/preset", "--pooling", "P3",
+     "--data", f"{w}/data/STS-B/STS-B.test.data", "--json", f"{w}/preset.json"],
+    ["encode", "--model", f"{w}/tiny.keras", "--input", f"{w}/texts.txt",
+     "--output", f"{w}/tiny.npy"],
+    ["export", "--model", f"{w}/trained/encoder.keras", "--format", "huggingface",
+     "--output", f"{w}/exported"],
+]:
+    sys.argv = ["kcse", *arguments]
+    try:
+        runpy.run_module("kcse.commands.main", run_name="__main__", alter_sys=True)
+    except SystemExit as stop:
+        if stop.code not in (0, None):
+            sys.exit(f"kcse {arguments[0]} exited with {stop.code}")
+'''
 
-
-def test_commands_run_on_jax_without_tensorflow(tiny_folders):
-    import keras_hub
-
+def test_commands_run_on_jax_without_tensorflow(jax_side, tiny_folders):
     folder = tiny_folders[0]
-    # A keras-hub preset folder (its own layout), written from the HF folder.
-    backbone = keras_hub.models.Backbone.from_preset(str(folder / "hf"))
-    preprocessor = keras_hub.models.TextEmbedderPreprocessor.from_preset(str(folder / "hf"))
-    backbone.save_to_preset(str(folder / "preset"))
-    preprocessor.tokenizer.save_to_preset(str(folder / "preset"))
-    # A .keras file saved on TensorFlow, encoded on JAX.
-    _, texts = tiny_encoder_file(folder, lines=3)
-    script = folder / "commands.sh"
-    script.write_text(COMMANDS.format(python=sys.executable, w=folder))
-    result = subprocess.run(["bash", str(script)], cwd=tensorflow_free.ROOT,
-                            env=tensorflow_free.environment(), capture_output=True,
-                            text=True, timeout=900)
-    assert result.returncode == 0, result.stderr[-3000:]
+    texts = jax_side[1]
     trained = json.loads((folder / "trained" / "train.json").read_text())
     assert math.isfinite(trained["after"]["spearman"]), trained
     table = json.loads((folder / "preset.json").read_text())
@@ -155,7 +182,7 @@ from kcse.commands.main import main as kcse_main
 from kcse.foundation.optional_packages import MissingPackageError
 import chinese_simcse
 
-folder, keras_file = sys.argv[1], sys.argv[2]
+folder, keras_file = refusals_folder, refusals_keras_file
 data = f"{folder}/data/STS-B/STS-B.test.data"
 commands = {
     "checkpoint": lambda: kcse_main(["evaluate", "--model", f"{folder}/ckpt:bert", "--data", data]),
@@ -204,17 +231,9 @@ PIP_LINES = {
 }
 
 
-def test_what_needs_a_missing_package_says_so_in_one_line(tiny_folders):
+def test_what_needs_a_missing_package_says_so_in_one_line(jax_side, tiny_folders):
     folder = tiny_folders[0] / "refusals"
-    folder.mkdir()
-    (folder / "ckpt").mkdir()
-    (folder / "ckpt" / "bert_config.json").write_text("{}")
-    write_task(folder / "data", "STS-B", stsb_sample(SHARED_DATA), lambda label: int(label))
-    keras_file, _ = tiny_encoder_file(folder, lines=1)
-    script = folder / "refusals.py"
-    script.write_text(REFUSALS)
-    result = tensorflow_free.run([str(script), str(folder), str(keras_file)])
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = jax_side[0]
     found = json.loads(result.stdout.splitlines()[-1])
     assert set(found) == set(PIP_LINES)
     for name, (code, message) in found.items():

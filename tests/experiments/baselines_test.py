@@ -2,6 +2,8 @@
 anisotropy diagnostics, Contrastive Tension, CLEAR's text views, and the
 multilingual STS-B table with languages that lack a train split."""
 
+import contextlib
+import io
 import json
 
 import numpy as np
@@ -21,6 +23,7 @@ from tiny_grid import recipe
 from tiny_grid import stsb_sample
 from tiny_grid import tiny_checkpoint
 from tiny_grid import tiny_setup  # noqa: F401 (a fixture)
+from tiny_grid import tiny_task_and_model
 
 
 def grid_arguments(tmp_path, model, *extra):
@@ -28,13 +31,25 @@ def grid_arguments(tmp_path, model, *extra):
             "--output", str(tmp_path / "out"), "--sentences", "96", *extra]
 
 
-def test_flow_and_diagnostics_are_stored_beside_whitening(tiny_setup, capsys):
-    pytest.importorskip("matplotlib")
-    tmp_path, model = tiny_setup
-    recipe("chinese_simcse").main(grid_arguments(
-        tmp_path, model, "--poolings", "P3", "--batch-size", "16",
-        "--postprocess", "whitening,flow", "--diagnostics", "--plot"))
+@pytest.fixture(scope="module")
+def flow_grid(tmp_path_factory, shared_data):
+    """One run of the tiny grid with BERT-flow, the diagnostics and plots, and
+    WK pooling beside P3 (skipped: the tiny checkpoint has too few blocks):
+    (folder, model, its cells, what it printed)."""
+    tmp_path = tmp_path_factory.mktemp("flow_grid")
+    model = tiny_task_and_model(tmp_path, shared_data)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        recipe("chinese_simcse").main(grid_arguments(
+            tmp_path, model, "--poolings", "P3,wk", "--batch-size", "16",
+            "--postprocess", "whitening,flow", "--diagnostics", "--plot"))
     cells = read_strict_json(tmp_path / "out" / "results.json")["cells"]
+    return tmp_path, model, cells, printed.getvalue()
+
+
+def test_flow_and_diagnostics_are_stored_beside_whitening(flow_grid, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    folder, model, cells, printed = flow_grid
     cell = cell_of(cells, "tiny_bert|P3|STS-B|su|simcse")
     assert set(cell["flow"]) == {"train", "valid", "test"}
     assert np.isfinite(cell["flow"]["test"]["spearman"])
@@ -46,10 +61,9 @@ def test_flow_and_diagnostics_are_stored_beside_whitening(tiny_setup, capsys):
     # k = 0 removes nothing: the curve starts at the raw last-layer average (P3).
     assert abs(cell["diagnostics"]["raw"]["top_k_removal"][0]["spearman"]
                - cell["raw"]["test"]["spearman"]) < 1e-3
-    printed = capsys.readouterr().out
     assert "/ flow " in printed and "flow" in printed.splitlines()[-4]
-    assert "| flow |" in (tmp_path / "out" / "results.md").read_text()
-    assert len(list((tmp_path / "out" / "plots").glob("*_diagnostics.png"))) == 1
+    assert "| flow |" in (folder / "out" / "results.md").read_text()
+    assert len(list((folder / "out" / "plots").glob("*_diagnostics.png"))) == 1
 
     # The same cell as the first revision of --diagnostics stored it (the
     # sentences without the model's prefix) is not reused: it is computed again.
@@ -61,6 +75,8 @@ def test_flow_and_diagnostics_are_stored_beside_whitening(tiny_setup, capsys):
                 "settings": older["settings"], "numerics": cell["numerics"]}
     older_key = cell_key("tiny_bert", "P3", "STS-B", "su", "simcse", identity)
     assert older_key != key
+    (tmp_path / "data").symlink_to(folder / "data")
+    (tmp_path / "out").mkdir()
     (tmp_path / "out" / "results.json").write_text(json.dumps(
         {"schema": SCHEMA, "cells": {older_key: older}}))
     recipe("chinese_simcse").main(grid_arguments(
@@ -97,16 +113,12 @@ def test_diagnostics_read_the_sentences_with_the_model_prefix():
             == bare["frequency_corpus"]["tokens"] + 2 * 20)
 
 
-def test_wk_is_skipped_on_a_backbone_too_shallow_for_it(tiny_setup, capsys):
+def test_wk_is_skipped_on_a_backbone_too_shallow_for_it(flow_grid):
     """The tiny checkpoint has 2 blocks; WK pooling with the authors'
     defaults needs 6: its cell is left out with the reason, as P2 without a
     pooler, and the other poolings run."""
-    tmp_path, model = tiny_setup
-    recipe("chinese_simcse").main(grid_arguments(
-        tmp_path, model, "--poolings", "P3,wk", "--batch-size", "16"))
-    cells = read_strict_json(tmp_path / "out" / "results.json")["cells"]
+    _, _, cells, printed = flow_grid
     assert [cell["pooling"] for cell in cells.values()] == ["P3"]
-    printed = capsys.readouterr().out
     assert "2 transformer blocks, too few for WK pooling" in printed
     assert "6 or more), wk skipped" in printed
 
