@@ -9,12 +9,14 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # in a worker (with TensorFlow there, its TF modules need tf-keras).
 os.environ.setdefault("USE_TF", "0")
 # XLA's CPU compiler (JAX, TensorFlow's jit_compile) spends seconds
-# optimising even a tiny model's train step; at optimisation level 0 it
-# compiles several times faster, the numbers equal up to rounding. Set
-# before XLA starts; the tests' subprocesses inherit it.
-FAST_XLA_FLAG = "--xla_backend_optimization_level=0"
-if FAST_XLA_FLAG not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {FAST_XLA_FLAG}".strip()
+# optimising even a tiny model's train step; at optimisation level 0 and
+# without LLVM's expensive passes it compiles several times faster, the
+# numbers equal up to rounding. Set before XLA starts; the tests'
+# subprocesses inherit them.
+FAST_XLA_FLAG = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+for _flag in FAST_XLA_FLAG.split():
+    if _flag not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_flag}".strip()
 
 import keras  # noqa: E402
 import keras_hub  # noqa: E402
@@ -95,6 +97,27 @@ def two_cpu_strategy():
     strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     assert strategy.num_replicas_in_sync == 2
     return strategy
+
+
+@pytest.fixture(scope="module")
+def unoptimised_tensorflow_graphs():
+    """TensorFlow runs the module's graphs as traced, without Grappler.
+
+    Grappler, TensorFlow's graph optimiser, takes about as long as tracing
+    on a tiny model: half of a `fit`'s seconds go to it rewriting the train
+    step and the preprocessing map, for graphs that run a step or two. The
+    numbers are the same up to float32 rounding. A module opts in with
+    `pytestmark = pytest.mark.usefixtures("unoptimised_tensorflow_graphs")`;
+    the options are restored after it.
+    """
+    import tensorflow as tf
+
+    options = tf.config.optimizer.get_experimental_options()
+    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
+    yield
+    tf.config.optimizer.set_experimental_options(
+        {"disable_meta_optimizer": options.get("disable_meta_optimizer", False)}
+    )
 
 
 @pytest.fixture(scope="session")

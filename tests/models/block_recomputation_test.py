@@ -20,6 +20,8 @@ from conftest import tiny_bert
 from conftest import tiny_preprocessor
 from kcse.models.block_recomputation import recomputed_blocks
 
+pytestmark = pytest.mark.usefixtures("unoptimised_tensorflow_graphs")
+
 
 def tiny_backbone(kind):
     keras.utils.set_random_seed(0)

@@ -11,6 +11,8 @@ from conftest import tiny_bert
 from conftest import tiny_preprocessor
 from conftest import token_batch
 
+pytestmark = pytest.mark.usefixtures("unoptimised_tensorflow_graphs")
+
 HYPOTHESES = [s + " red" for s in reversed(SENTENCES)]
 NLI_LABELS = np.array([0, 1, 2, 0, 2, 1, 0, 2])
 

@@ -22,6 +22,8 @@ from conftest import tiny_preprocessor
 from kcse.objectives.contrastive_tension import contrastive_tension_pairs
 from kcse.objectives.token_batches import DrawnPairBatches
 
+pytestmark = pytest.mark.usefixtures("unoptimised_tensorflow_graphs")
+
 NEGATIVES = 3  # K; a group is 1 positive + 3 negative pairs.
 BATCH = 8  # Two groups per batch.
 
@@ -124,12 +126,12 @@ def test_token_pair_batches_are_the_datasets_pairs_tokenised():
         batches.on_epoch_end()
 
 
-def test_one_step_loss_equals_the_authors_on_both_models_vectors():
-    """Reference: ContrastiveTensionModel.py (`generateSingleEmbedding`,
-    `compareSents`, BinaryCrossentropy(from_logits=True)) and Training.py's
-    batch, transcribed to float64 numpy. Model 1 (the twin) reads the first
-    sentence of each pair, model 2 (the encoder) the second. The backbone
-    has dropout 0.1, which CT turns off as the authors (`training=False`)."""
+@pytest.fixture(scope="module")
+def first_step():
+    """`make_ct()` and one step of its `fit` on the batch the authors draw
+    after `random.seed(3)`: the model, `(initial encoder weights, vectors
+    of both models before the step, the batch's labels)` and the step's
+    loss, encoder and twin weights."""
     model = make_ct(dropout_rate=0.1)
     rng = np.random.RandomState(authors_seed(3))
     inds_1, inds_2, labels = fit_batches(
@@ -141,10 +143,23 @@ def test_one_step_loss_equals_the_authors_on_both_models_vectors():
     emb2 = last_hidden_mean(
         model.encoder.backbone, model.preprocessor, [SENTENCES[i] for i in inds_2]
     )
-    expected = contrastive_tension_loss(emb1, emb2, labels)
+    before = (model.encoder.get_weights(), emb1, emb2, labels)
     random.seed(3)
     history = model.fit(SENTENCES, batch_size=BATCH, steps_per_epoch=1, verbose=0)
-    np.testing.assert_allclose(history.history["loss"][0], expected, atol=1e-5)
+    after = (history.history["loss"][0], model.encoder.get_weights(),
+             model.twin_encoder.get_weights())
+    return model, before, after
+
+
+def test_one_step_loss_equals_the_authors_on_both_models_vectors(first_step):
+    """Reference: ContrastiveTensionModel.py (`generateSingleEmbedding`,
+    `compareSents`, BinaryCrossentropy(from_logits=True)) and Training.py's
+    batch, transcribed to float64 numpy. Model 1 (the twin) reads the first
+    sentence of each pair, model 2 (the encoder) the second. The backbone
+    has dropout 0.1, which CT turns off as the authors (`training=False`)."""
+    model, (_, emb1, emb2, labels), (loss, _, _) = first_step
+    expected = contrastive_tension_loss(emb1, emb2, labels)
+    np.testing.assert_allclose(loss, expected, atol=1e-5)
     # The dropout rates are back once fit returns.
     rates = [
         layer.rate for layer in compat.sublayers(model.encoder.backbone)
@@ -190,20 +205,16 @@ def test_both_models_train_apart_from_one_start():
         assert np.abs(table_end[used] - table_start[used]).max(axis=1).min() > 0, name
 
 
-def test_rematerialize_gives_the_same_step():
-    weights = None
-    results = []
-    for rematerialize in (False, True):
-        model = make_ct(rematerialize=rematerialize)
-        if weights is None:
-            weights = model.encoder.get_weights()
-        model.encoder.set_weights(weights)
-        model.twin_encoder.set_weights(weights)
-        random.seed(1)
-        loss = model.fit(SENTENCES, batch_size=BATCH, steps_per_epoch=1, verbose=0)
-        results.append((loss.history["loss"][0], model.encoder.get_weights(),
-                        model.twin_encoder.get_weights()))
-    (loss_a, enc_a, twin_a), (loss_b, enc_b, twin_b) = results
+def test_rematerialize_gives_the_same_step(first_step):
+    """The first step again with `rematerialize=True`, from the same weights."""
+    _, (weights, _, _, _), (loss_a, enc_a, twin_a) = first_step
+    model = make_ct(rematerialize=True)
+    model.encoder.set_weights(weights)
+    model.twin_encoder.set_weights(weights)
+    random.seed(3)
+    loss_b = model.fit(SENTENCES, batch_size=BATCH, steps_per_epoch=1,
+                       verbose=0).history["loss"][0]
+    enc_b, twin_b = model.encoder.get_weights(), model.twin_encoder.get_weights()
     np.testing.assert_allclose(loss_a, loss_b, atol=1e-6)
     for a, b in zip(enc_a + twin_a, enc_b + twin_b):
         np.testing.assert_allclose(a, b, atol=1e-6)
@@ -219,8 +230,12 @@ def test_nan_loss_stops_training():
 FREED = r"""
 import gc, json, random, weakref
 import keras
+import tensorflow as tf
 import kcse
 from conftest import TINY_SENTENCES, tiny_bert, tiny_preprocessor
+
+# As the unoptimised_tensorflow_graphs fixture: no Grappler for one step.
+tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
 
 def train(encoder):
     model = kcse.objectives.ContrastiveTension(encoder, negatives=3)

@@ -18,6 +18,8 @@ from conftest import tiny_preprocessor
 from kcse.foundation import compat
 from kcse.objectives import encoder_objective
 
+pytestmark = pytest.mark.usefixtures("unoptimised_tensorflow_graphs")
+
 # The second fit's text holds tokens the first one's does not ("fast",
 # "blue", "is"...): the trained rows are extended.
 FIRST = TINY_SENTENCES[:4]

@@ -1,6 +1,8 @@
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.usefixtures("unoptimised_tensorflow_graphs")
+
 
 def changed_variables(encoder, sentences):
     """Paths of the encoder's variables one SimCSE step changes."""

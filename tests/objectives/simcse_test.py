@@ -25,6 +25,8 @@ from tiny_simcse import SENTENCES
 from tiny_simcse import eval_views
 from tiny_simcse import make_simcse
 
+pytestmark = pytest.mark.usefixtures("unoptimised_tensorflow_graphs")
+
 
 def test_forward_gives_two_views_per_sentence():
     simcse = make_simcse()
@@ -46,6 +48,22 @@ def test_dropout_makes_views_differ_in_training_only():
     np.testing.assert_allclose(test_views[:, 0], test_views[:, 1], atol=1e-6)
 
 
+@pytest.fixture(scope="module")
+def initial_views():
+    """`(weights, views)`: `make_simcse()`'s initial encoder weights and its
+    `eval_views`, the vectors before any step of the tests that check one."""
+    encoder = make_simcse().encoder
+    return encoder.get_weights(), eval_views(encoder)
+
+
+def views_of(initial_views, weights):
+    """`eval_views` of an encoder with `weights`, which must be the initial ones."""
+    initial, views = initial_views
+    for a, b in zip(weights, initial, strict=True):
+        np.testing.assert_array_equal(a, b)
+    return views
+
+
 def simcse_step(single_steps, negatives):
     """One SGD step of `make_simcse` on SENTENCES (`conftest.single_step`),
     taken once per module for each `negatives`."""
@@ -55,7 +73,8 @@ def simcse_step(single_steps, negatives):
 
 
 @pytest.mark.parametrize("negatives", ["both_views", "cross_view"])
-def test_fit_loss_is_the_authors_loss_of_the_initial_model(negatives, single_steps):
+def test_fit_loss_is_the_authors_loss_of_the_initial_model(negatives, single_steps,
+                                                          initial_views):
     """Reference: the authors' losses transcribed to numpy in
     tests/authors_references.py: "both_views" bojone/SimCSE eval.py
     `simcse_loss` (2N × 2N cosines, diagonal masked), "cross_view"
@@ -63,7 +82,7 @@ def test_fit_loss_is_the_authors_loss_of_the_initial_model(negatives, single_ste
     CrossEntropyLoss with labels arange(N)). Independent: the authors' code,
     not kcse.losses.SimCSELoss; only the sentence vectors come from kcse."""
     before, loss, after = simcse_step(single_steps, negatives)
-    expected = AUTHORS_LOSS[negatives](eval_views(make_simcse(before).encoder), 0.05)
+    expected = AUTHORS_LOSS[negatives](views_of(initial_views, before), 0.05)
     np.testing.assert_allclose(loss, expected, atol=1e-5)
     assert max(np.abs(a - b).max() for a, b in zip(after, before)) > 1e-3
 
@@ -109,7 +128,7 @@ def test_initial_loss_is_log_candidates_with_identical_views(
     np.testing.assert_allclose(loss, np.log(candidates), atol=0.01)
 
 
-def test_fit_on_a_tf_data_dataset_of_strings_lowers_the_loss():
+def test_fit_on_a_tf_data_dataset_of_strings_lowers_the_loss(initial_views):
     simcse = make_simcse(dropout=0.1)
     simcse.compile(optimizer=keras.optimizers.Adam(1e-3))
     dataset = tf.data.Dataset.from_tensor_slices(SENTENCES).batch(4)
@@ -117,13 +136,13 @@ def test_fit_on_a_tf_data_dataset_of_strings_lowers_the_loss():
     assert np.isfinite(history.history["loss"][0])
     # Measured with bojone/SimCSE's loss (tests/authors_references.py).
     loss = bojone_simcse_loss(eval_views(simcse.encoder))
-    initial = bojone_simcse_loss(eval_views(make_simcse().encoder))
+    initial = bojone_simcse_loss(initial_views[1])
     assert loss < initial
 
 
 @pytest.mark.parametrize("negatives", ["both_views", "cross_view"])
 def test_mirrored_strategy_step_equals_single_device_step(
-    negatives, two_cpu_strategy, single_steps
+    negatives, two_cpu_strategy, single_steps, initial_views
 ):
     weights, single_loss, single_weights = simcse_step(single_steps, negatives)
     with two_cpu_strategy.scope():
@@ -135,7 +154,7 @@ def test_mirrored_strategy_step_equals_single_device_step(
 
     # Negatives drawn per replica would give another loss: the test can fail.
     # (The authors' loss of each replica's half, tests/authors_references.py.)
-    views = eval_views(make_simcse(weights).encoder)
+    views = views_of(initial_views, weights)
     loss = AUTHORS_LOSS[negatives]
     local = (loss(views[:4], 0.05) + loss(views[4:], 0.05)) / 2
     assert abs(local - single_loss) > 1e-3

@@ -13,6 +13,8 @@ from conftest import assert_mirrored_step_equals_single_step
 from conftest import tiny_bert
 from conftest import tiny_preprocessor
 
+pytestmark = pytest.mark.usefixtures("unoptimised_tensorflow_graphs")
+
 # Triplets and scored pairs in the tiny vocabulary (8 samples each).
 ANCHORS = SENTENCES
 POSITIVES = [s + " red" for s in SENTENCES]
@@ -60,18 +62,21 @@ def test_supervised_simcse_forward_and_fit_loss(single_steps):
     np.testing.assert_allclose(loss, expected, atol=1e-5)
 
 
-def test_pair_objective_fit_loss_is_cosent_of_the_initial_model():
+PAIRS = (SENTENCES, POSITIVES)
+
+
+def test_pair_objective_fit_loss_is_cosent_of_the_initial_model(single_steps):
     """Reference: bojone/CoSENT cosent.py `cosent_loss` (rows [u1, v1, u2,
     v2, ...], 20 · cos, logsumexp over [0] and the mis-ranked differences),
     transcribed to numpy in tests/authors_references.py. Independent: the
     author's code, not kcse.losses.CoSENT; only the sentence vectors come
-    from kcse."""
-    model = make_pairs()
-    pairs = (SENTENCES, list(reversed(SENTENCES)))
-    vectors = np.stack([model.encoder.predict(c, verbose=0) for c in pairs], axis=1)
+    from kcse. The step (one batch of 8, in order) is the one the mirrored
+    test compares with."""
+    initial, loss, _ = single_steps("pairs", make_pairs, PAIRS, SCORES)
+    encoder = make_encoder(initial)
+    vectors = np.stack([encoder.predict(c, verbose=0) for c in PAIRS], axis=1)
     expected = bojone_cosent_loss(SCORES, vectors)
-    history = model.fit(pairs, SCORES, batch_size=8, shuffle=False, verbose=0)
-    np.testing.assert_allclose(history.history["loss"][0], expected, atol=1e-5)
+    np.testing.assert_allclose(loss, expected, atol=1e-5)
 
 
 def test_tf_data_of_triplets_and_labelled_pairs():
@@ -101,14 +106,15 @@ def test_supervised_simcse_mirrored_step_equals_single_step(two_cpu_strategy, si
     )
 
 
-def test_pair_objective_mirrored_step_equals_single_step(two_cpu_strategy):
+def test_pair_objective_mirrored_step_equals_single_step(two_cpu_strategy, single_steps):
     loss = assert_mirrored_step_equals_single_step(
-        make_pairs, two_cpu_strategy, (SENTENCES, POSITIVES), SCORES
+        make_pairs, two_cpu_strategy, PAIRS, SCORES,
+        single=single_steps("pairs", make_pairs, PAIRS, SCORES),
     )
     # Ranking within each replica's half only would give another loss
     # (bojone/CoSENT's loss of each half, tests/authors_references.py).
     vectors = np.stack(
-        [make_pairs().encoder.predict(c, verbose=0) for c in (SENTENCES, POSITIVES)],
+        [make_pairs().encoder.predict(c, verbose=0) for c in PAIRS],
         axis=1,
     )
     halves = [bojone_cosent_loss(SCORES[s], vectors[s]) for s in (slice(0, 4), slice(4, 8))]
