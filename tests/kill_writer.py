@@ -22,8 +22,8 @@ from results_cells import grid_cell
 def serve(kind):
     """Prints "ready", then runs the one command read from stdin until killed.
 
-    A command is ["encoder", folder, reference, progress] or ["results",
-    folder, progress], of the `kind` the writer was started for.
+    A command is ["encoder", folder, progress] or ["results", folder,
+    progress], of the `kind` the writer was started for.
     """
     # Keras, TensorFlow and the encoder to save: seconds, before "ready".
     arguments_before = [new_encoder()] if kind == "encoder" else []
@@ -43,7 +43,8 @@ def exit_when_stdin_closes():
 
 
 def new_encoder():
-    """The encoder an "encoder" writer saves (the test's old one has seed 0)."""
+    """The encoder an "encoder" writer saves (the test's old one has seed 0;
+    the test builds this one too, for its weights)."""
     import kcse
     from conftest import tiny_bert
     from conftest import tiny_preprocessor
@@ -51,8 +52,7 @@ def new_encoder():
     return kcse.SentenceEncoder(tiny_bert(seed=1), tiny_preprocessor(), pooling="cls")
 
 
-def save_encoders(encoder, folder, reference, progress):
-    encoder.save(reference)
+def save_encoders(encoder, folder, progress):
     saves = 0
     while True:
         encoder.save(folder + "/encoder.keras")
