@@ -41,6 +41,7 @@ from kcse.foundation import atomic_files
 from kcse.experiments.results.store import ResultStore
 from kcse.experiments.results.store import SCHEMA
 from kcse.experiments.results import tables
+from kill_writer import new_encoder
 from results_cells import CELLS
 from results_cells import grid_cell
 
@@ -215,18 +216,18 @@ def test_a_killed_encoder_save_leaves_the_old_or_the_new_encoder(tmp_path, encod
     old = kcse.SentenceEncoder(tiny_bert(seed=0), tiny_preprocessor(), pooling="cls")
     old.save(tmp_path / "old.keras")
     old_weights = old.get_weights()
+    # What every writer saves: the same seeded encoder, built here once.
+    new_weights = new_encoder().get_weights()
+    assert not same_weights(new_weights, old_weights)
     pattern = ".encoder.keras.*.tmp.keras"
 
     def kill_once(i, delay):
-        folder, reference, progress = (tmp_path / f"kill{i}", tmp_path / f"new{i}.keras",
-                                       tmp_path / f"progress{i}")
+        folder, progress = tmp_path / f"kill{i}", tmp_path / f"progress{i}"
         folder.mkdir()
         shutil.copyfile(tmp_path / "old.keras", folder / "encoder.keras")
         left = encoder_writers.kill_while_writing(
-            ["encoder", folder, reference, progress], folder, pattern, delay)
+            ["encoder", folder, progress], folder, pattern, delay)
         assert_only_the_files_and_temporaries(folder, ["encoder.keras"], pattern)
-        new_weights = keras.saving.load_model(reference).get_weights()
-        assert not same_weights(new_weights, old_weights)
         loaded = keras.saving.load_model(folder / "encoder.keras")
         assert isinstance(loaded, kcse.SentenceEncoder) and loaded.pooling == "cls"
         weights = loaded.get_weights()

@@ -22,15 +22,19 @@ def make_simcse():
     return simcse
 
 
-def test_scores_every_n_steps_logs_and_restores_the_best_weights():
+def test_scores_every_n_steps_or_once_per_epoch_logs_and_restores_the_best_weights():
+    """Two evaluators on one fit: every 2 steps (restoring the best
+    weights at the end), and once per epoch (no every_n_steps)."""
     simcse = make_simcse()
     evaluator = kcse.evaluation.STSEvaluator(
         simcse.encoder, DEV, every_n_steps=2, restore_best_weights=True
     )
+    per_epoch = kcse.evaluation.STSEvaluator(simcse.encoder, DEV, name="dev")
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         history = simcse.fit(
-            SENTENCES * 2, batch_size=2, epochs=2, callbacks=[evaluator], verbose=1
+            SENTENCES * 2, batch_size=2, epochs=2, callbacks=[evaluator, per_epoch],
+            verbose=1,
         )
     # 6 steps per epoch: scored before training, at steps 2, 4, 6 (= epoch
     # end), 8, 10, 12.
@@ -45,13 +49,9 @@ def test_scores_every_n_steps_logs_and_restores_the_best_weights():
     restored = kcse.evaluation.evaluate_sts(simcse.encoder, DEV)["spearman"]
     np.testing.assert_allclose(restored, max(scores), atol=1e-6)
     assert len(set(np.round(scores, 6))) > 1  # Training changed the scores.
-
-
-def test_scores_once_per_epoch_without_every_n_steps():
-    simcse = make_simcse()
-    evaluator = kcse.evaluation.STSEvaluator(simcse.encoder, DEV, name="dev")
-    history = simcse.fit(
-        SENTENCES, batch_size=3, epochs=2, callbacks=[evaluator], verbose=0
-    )
-    assert [step for _, step, _ in evaluator.history] == [0, 2, 4]
+    # Once per epoch: before training and at each epoch's end, the same
+    # weights the every-2-steps evaluator scored there.
+    assert [step for _, step, _ in per_epoch.history] == [0, 6, 12]
     assert len(history.history["dev_spearman"]) == 2
+    np.testing.assert_allclose([score for _, _, score in per_epoch.history],
+                               [scores[0], scores[3], scores[6]], atol=1e-6)

@@ -2,7 +2,6 @@
 
 import json
 import os
-import pathlib
 import subprocess
 import sys
 
@@ -284,17 +283,19 @@ def test_a_backbone_too_shallow_for_the_default_raises_when_the_encoder_is_made(
     assert wk_encoder(num_layers=6).pooling == "wk"
 
 
+# kcse's layer before Keras, and no test module: the process imports
+# neither keras-hub nor TensorFlow (seconds), only JAX. The states come
+# from this process in an .npz file.
 OTHER_BACKEND = """
 import json, sys
-import numpy as np
-import keras
-sys.path.insert(0, sys.argv[1])
-from layers.wk_pooling_test import float32, layer_states, padding_mask
 from kcse.layers import WKPooling
-
+import keras
 import jax
+import numpy as np
 
-states, mask = float32(layer_states(13)), padding_mask()
+saved = np.load(sys.argv[1])
+states = [saved[f"state{i}"] for i in range(len(saved.files) - 1)]
+mask = saved["mask"]
 pooling = WKPooling()
 vectors = jax.jit(lambda s: pooling(s, mask))(states)
 gradient = jax.jit(jax.grad(lambda s: (pooling(s, mask) ** 2).sum()))(states)
@@ -304,16 +305,17 @@ print(json.dumps({"backend": keras.backend.backend(), "finite_gradient": gradien
 """
 
 
-def test_jax_equals_tensorflow():
-    tests = pathlib.Path(__file__).resolve().parents[1]
+def test_jax_equals_tensorflow(tmp_path):
+    states, mask = float32(layer_states(13)), padding_mask()
+    np.savez(tmp_path / "states.npz", mask=mask,
+             **{f"state{i}": state for i, state in enumerate(states)})
     env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3")
     run = subprocess.run(
-        [sys.executable, "-c", OTHER_BACKEND, str(tests)],
+        [sys.executable, "-c", OTHER_BACKEND, str(tmp_path / "states.npz")],
         capture_output=True, text=True, env=env, timeout=600,
     )
     assert run.returncode == 0, run.stderr[-3000:]
     result = json.loads(run.stdout.strip().splitlines()[-1])
     assert result["backend"] == "jax" and result["finite_gradient"] is True
-    states, mask = float32(layer_states(13)), padding_mask()
     expected = np.asarray(WKPooling()(states, mask))
     assert_rows_close(np.array(result["vectors"]), expected, rtol=1e-5)

@@ -145,30 +145,24 @@ def test_evaluate_sts_warns_once_for_both_sides(encoder):
     assert len(truncation_warnings(record)) == 1
 
 
-def test_the_sts_evaluator_warns_at_its_first_evaluation_only():
+def test_simcse_leaves_out_a_last_batch_of_one_and_the_evaluator_warns_once():
+    """One SimCSE fit: its steps, and an evaluator's warnings at each step."""
+    steps = []
+    counter = step_counter(steps)
     simcse = kcse.SimCSE(fresh_encoder())
     simcse.compile(optimizer=keras.optimizers.Adam(1e-3), run_eagerly=True)
     dev = ([LONG[0], "the cat", "a dog"], ["the cat", "blue", "red"], [1.0, 2.0, 3.0])
     evaluator = kcse.evaluation.STSEvaluator(simcse.encoder, dev, every_n_steps=1)
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
-        simcse.fit(SHORT * 2, batch_size=2, epochs=1, verbose=0, callbacks=[evaluator])
-    assert len(evaluator.history) == 4  # Before training and after 3 steps.
+        simcse.fit(SHORT * 3, batch_size=4, epochs=1, verbose=0,
+                   callbacks=[counter, evaluator])
+    assert len(steps) == 2  # 9 sentences: batches of 4 and 4; the 9th sits out.
+    assert len(evaluator.history) == 3  # Before training and after 2 steps.
     [warning] = truncation_warnings(record)
     assert str(warning.message).startswith("1 of 6 sentences")
 
 
-def test_fit_warns_once_about_training_sentences_it_truncates():
-    model = kcse.PairObjective(fresh_encoder())
-    model.compile(optimizer=keras.optimizers.Adam(1e-3), run_eagerly=True)
-    x = (SHORT + [LONG[0]], [EXACT, LONG[1], LONG[0], "a dog"])
-    with pytest.warns(TruncationWarning) as record:
-        model.fit(x, [1.0, 2.0, 3.0, 4.0], batch_size=4, epochs=1, verbose=0)
-    [warning] = truncation_warnings(record)
-    assert str(warning.message).startswith(
-        "3 of 8 sentences are longer than the maximum length 8 tokens and are "
-        "truncated in training"
-    )
 
 
 # === Objectives ===
@@ -213,6 +207,7 @@ def test_in_batch_negatives_refuse_a_single_sample():
 
 
 def test_objectives_without_in_batch_negatives_train_on_batches_of_one():
+    """And fit warns once about the training sentences it truncates."""
     assert not kcse.PairObjective(fresh_encoder()).in_batch_negatives
     assert not kcse.ConSERT(fresh_encoder(), mode="sup").in_batch_negatives
     assert kcse.ConSERT(fresh_encoder(), mode="joint").in_batch_negatives
@@ -220,8 +215,16 @@ def test_objectives_without_in_batch_negatives_train_on_batches_of_one():
     counter = step_counter(steps)
     model = kcse.PairObjective(fresh_encoder())
     model.compile(optimizer=keras.optimizers.Adam(1e-3), run_eagerly=True)
-    model.fit(PAIRS[:2], PAIRS[2], batch_size=1, epochs=1, verbose=0, callbacks=[counter])
-    assert len(steps) == 3  # Every pair is a batch; none is left out.
+    x = (SHORT + [LONG[0]], [EXACT, LONG[1], LONG[0], "a dog"])
+    with pytest.warns(TruncationWarning) as record:
+        model.fit(x, [1.0, 2.0, 3.0, 4.0], batch_size=1, epochs=1, verbose=0,
+                  callbacks=[counter])
+    assert len(steps) == 4  # Every pair is a batch; none is left out.
+    [warning] = truncation_warnings(record)
+    assert str(warning.message).startswith(
+        "3 of 8 sentences are longer than the maximum length 8 tokens and are "
+        "truncated in training"
+    )
 
 
 @pytest.mark.parametrize(
@@ -294,15 +297,6 @@ def test_training_dataset_drops_a_last_batch_of_one_only_when_asked():
     assert batch_sizes(samples[:6]) == [4, 2]
     assert batch_sizes(samples[:8]) == [4, 4]
     assert batch_sizes(samples[:1]) == [1]
-
-
-def test_simcse_leaves_out_a_last_batch_of_one():
-    steps = []
-    counter = step_counter(steps)
-    simcse = kcse.SimCSE(fresh_encoder())
-    simcse.compile(optimizer=keras.optimizers.Adam(1e-3), run_eagerly=True)
-    simcse.fit(SHORT * 3, batch_size=4, epochs=1, verbose=0, callbacks=[counter])
-    assert len(steps) == 2  # 9 sentences: batches of 4 and 4; the 9th sits out.
 
 
 # === Evaluation ===

@@ -87,8 +87,14 @@ def test_the_choice_is_read_as_keras_reads_it(tmp_path):
     """Keras' own choice (its config module, run in a fresh process) for
     each way of setting it; kcse reads it before Keras is imported."""
     (tmp_path / "keras.json").write_text(json.dumps({"backend": "jax"}))
+    # Keras alone: kcse's hook that registers its classes when Keras loads
+    # (kcse/__init__.py) would import keras-hub and TensorFlow, seconds of
+    # CPU a case that the backend Keras picks does not depend on.
     code = ("import sys, kcse.foundation.backend_choice as choice; before = choice.chosen_backend(); "
-            "import keras; print(before, keras.config.backend())")
+            "sys.meta_path[:] = [finder for finder in sys.meta_path "
+            "if type(finder).__name__ != '_RegisterWhenKerasLoads']; "
+            "import keras; assert 'kcse.sentence_encoder' not in sys.modules; "
+            "print(before, keras.config.backend())")
     for environment, expected in [({"KERAS_BACKEND": "jax"}, "jax"),
                                   ({"KERAS_BACKEND": "", "KERAS_HOME": str(tmp_path)}, "jax"),
                                   ({"KERAS_BACKEND": "tensorflow",
