@@ -130,7 +130,7 @@ def shared_data():
 
 
 @pytest.fixture(scope="session", autouse=True)
-def run_folder(tmp_path_factory):
+def shared_vectors_folder(tmp_path_factory):
     """Under xdist, the temporary folder common to the run's workers, as
     `KCSE_TESTS_RUN_FOLDER`: `real_models.kcse_vectors` shares the real
     models' vectors there, so both workers encode each text once."""

