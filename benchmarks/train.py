@@ -22,9 +22,10 @@ and inter-op, torch intra- and inter-op; `--threads`).
 Differences that remain, by design of each library:
 - kcse encodes the 2N views in one forward pass of a duplicated batch;
   sentence-transformers runs the model twice on N (the same work).
-- kcse tokenises inside its `tf.data` pipeline, which overlaps the step;
-  the sentence-transformers loop tokenises each column before the step
-  (as its Trainer's collator does, with the default of no data workers).
+- kcse tokenises the sentences once before `fit` (outside the timed
+  steps); the sentence-transformers loop tokenises each column before the
+  step (as its Trainer's collator does, with the default of no data
+  workers).
 - kcse pads each batch to its longest sentence rounded up to a multiple of
   8 (so compiled steps are reused); sentence-transformers to the longest.
 - sentence-transformers runs under a plain loop (tokenize, loss, backward,

@@ -39,6 +39,11 @@ from kcse.foundation import compat
 from kcse import distribution
 
 
+def is_token_arrays(x):
+    """Whether `x` is a dict of token arrays (with a `padding_mask`)."""
+    return isinstance(x, dict) and "padding_mask" in x
+
+
 class EncoderObjective(keras_hub.models.Task):
     """A trainable objective around a `kcse.SentenceEncoder`.
 
@@ -47,10 +52,10 @@ class EncoderObjective(keras_hub.models.Task):
     or override `objective` when the loss has several terms; losses added
     by layers are summed to it. The objective shares the
     encoder's layers, so training it trains the encoder in place; `fit`
-    accepts raw text, tokenised by the encoder's preprocessor inside the
-    input pipeline: a batch of strings, or a tuple of k batches (k
-    sentences per sample, e.g. pairs or triplets), which becomes token
-    arrays of shape `(batch, k, length)` (see `encode_columns`).
+    accepts raw text, tokenised by the encoder's preprocessor: a batch of
+    strings, or a tuple of k batches (k sentences per sample, e.g. pairs
+    or triplets), which becomes token arrays of shape `(batch, k, length)`
+    (see `encode_columns`).
 
     Args:
         encoder: a `kcse.SentenceEncoder`.
@@ -141,7 +146,8 @@ class EncoderObjective(keras_hub.models.Task):
         self.padded_lengths = padded_lengths
 
     def preprocess_samples(self, x, y=None, sample_weight=None):
-        """Tokenises a batch and trims its padding (runs inside tf.data).
+        """Tokenises a batch of text, or takes its token arrays as they
+        are, and trims its padding (runs inside tf.data).
 
         A batch of a known size keeps it (the tokeniser loses it): Keras
         needs it to give each process of a multi-process run its block.
@@ -156,15 +162,13 @@ class EncoderObjective(keras_hub.models.Task):
                 key: tf.stack([column[key] for column in columns], axis=1)
                 for key in columns[0]
             }
-            samples = keras.utils.pack_x_y_sample_weight(
-                trim_padding(x, lengths), y, sample_weight
+        elif not is_token_arrays(x):  # Text (or arrays without a preprocessor).
+            x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(
+                super().preprocess_samples(x, y, sample_weight)
             )
-        else:
-            samples = super().preprocess_samples(x, y, sample_weight)
-            x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(samples)
-            if isinstance(x, dict) and "padding_mask" in x:
-                x = trim_padding(x, lengths)
-            samples = keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
+        if is_token_arrays(x):
+            x = trim_padding(x, lengths)
+        samples = keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
         return with_batch_size(samples, rows)
 
     def _batch_lengths(self):
@@ -227,11 +231,16 @@ class EncoderObjective(keras_hub.models.Task):
         every process passes the same global data; each trains on its
         block of every global batch, and a last, partial batch is left out.
 
-        Where train steps compile per input shape (JAX, XLA), batches are
-        padded to `padded_lengths` (see the class). Where TensorFlow cannot
-        be imported (JAX), in-memory data is tokenised once and fed as numpy
-        batches (`kcse.objectives.token_batches`); `tf.data.Dataset`s and
-        multi-process runs need TensorFlow.
+        In-memory text is tokenised once, before training, into token
+        arrays of the preprocessor's full length (`token_arrays`: for a
+        corpus too large for them, pass a `tf.data.Dataset` of strings,
+        which is tokenised batch by batch inside the pipeline); they are
+        batched by `tf.data` (`training_dataset`), or where TensorFlow
+        cannot be imported (JAX) fed as numpy batches (`TokenBatches`);
+        `tf.data.Dataset`s and multi-process runs need TensorFlow. Each
+        batch is cut to its longest sentence, or where train steps compile
+        per input shape (JAX, XLA) padded to `padded_lengths` (see the
+        class).
 
         The encoder trains exactly the variables its pooling uses (the
         pooler only for P2), and a NaN or infinite loss stops training at
@@ -266,9 +275,10 @@ class EncoderObjective(keras_hub.models.Task):
         if is_in_memory(x):
             batch_size, used_ids = self._check_in_memory(x, batch_size)
             sharded = distribution.process_count() > 1
+            x = token_arrays(self.preprocessor, x)
             if not sharded and not tensorflow_importable():
                 x = TokenBatches(
-                    token_arrays(self.preprocessor, x), y,
+                    x, y,
                     kwargs.pop("sample_weight", None), batch_size, shuffle,
                     drop_single_last=self.in_batch_negatives,
                     lengths=self._batch_lengths(),

@@ -1,10 +1,10 @@
 """Training batches of in-memory data as numpy token arrays, without TensorFlow.
 
-`EncoderObjective.fit` tokenises text inside a `tf.data` pipeline. Where
-TensorFlow is not installed (JAX, PyTorch), in-memory text is tokenised
-once before training instead (`token_arrays`; keras-hub's WordPiece
-tokenizers run without TensorFlow) and goes through `TokenBatches`, a
-`keras.utils.PyDataset` of numpy batches, as token arrays do. Its batches
+`EncoderObjective.fit` tokenises in-memory text once before training
+(`token_arrays`; keras-hub's WordPiece tokenizers run without TensorFlow)
+and batches the token arrays with `tf.data`. Where TensorFlow is not
+installed (JAX, PyTorch), they go through `TokenBatches` instead, a
+`keras.utils.PyDataset` of numpy batches. Its batches
 are those of `kcse.objectives.training_data.training_dataset` on the
 same data (the same last batch left out, the same padded lengths, orders
 drawn the same way), but for one thing: Keras reads the first batch of a

@@ -1,11 +1,11 @@
 """What `EncoderObjective.fit` takes as data, and in-memory samples as a tf.data pipeline.
 
 In-memory samples (a list, array, tuple of columns or dict) are checked
-(`is_in_memory`, `sample_count`) and batched into a `tf.data.Dataset`
-reshuffled every epoch from Python's seed (`training_dataset`,
-`reshuffled`); a `tf.data.Dataset` is taken as given (`is_tf_dataset`).
-Where TensorFlow cannot be imported, `token_batches.py` feeds numpy batches
-instead.
+(`is_in_memory`, `sample_count`), tokenised (`token_batches.token_arrays`)
+and batched into a `tf.data.Dataset` reshuffled every epoch from Python's
+seed (`training_dataset`, `reshuffled`); a `tf.data.Dataset` is taken as
+given (`is_tf_dataset`). Where TensorFlow cannot be imported,
+`token_batches.py` feeds numpy batches instead.
 """
 
 import random
