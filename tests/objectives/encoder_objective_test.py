@@ -96,3 +96,37 @@ def test_a_finished_fit_frees_its_traced_train_step(action, fits_graphs):
     traced, left = fits_graphs[action]
     assert traced >= 1  # fit traced its step into a graph
     assert left == 0
+
+
+@pytest.mark.parametrize("columns", [1, 3], ids=["sentences", "triplets"])
+def test_text_tokenised_before_training_trains_as_text_tokenised_in_the_pipeline(columns):
+    """`fit` tokenises in-memory text once, before training; a
+    `tf.data.Dataset` of the same strings in the same order is tokenised
+    batch by batch by keras-hub's preprocessing inside the pipeline. Both
+    train the encoder to the same weights (no dropout: no randomness), for
+    single sentences (SimCSE) and for triplets (supervised SimCSE, token
+    arrays `(batch, 3, length)`)."""
+    import keras
+    import tensorflow as tf
+
+    import kcse
+    from conftest import TINY_SENTENCES
+    from conftest import tiny_bert
+    from conftest import tiny_preprocessor
+
+    texts = TINY_SENTENCES[:8]
+    x = texts if columns == 1 else (texts, texts[::-1], texts[1:] + texts[:1])
+    trained = []
+    for data in (x, tf.data.Dataset.from_tensor_slices(x).batch(4)):
+        encoder = kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor(), pooling="P3")
+        simcse = kcse.SimCSE(encoder) if columns == 1 else kcse.SupervisedSimCSE(encoder)
+        simcse.compile(optimizer=keras.optimizers.Adam(1e-2))
+        if columns == 3 and data is not x:
+            data = data.map(lambda *triplet: (triplet,))
+        simcse.fit(data, batch_size=None if data is not x else 4, shuffle=False, epochs=2,
+                   verbose=0)
+        trained.append([keras.ops.convert_to_numpy(v) for v in encoder.weights])
+    initial = [keras.ops.convert_to_numpy(v) for v in tiny_bert().weights]
+    assert any(not np.array_equal(a, b) for a, b in zip(trained[0], initial))
+    for before, inside in zip(*trained):
+        np.testing.assert_allclose(before, inside, rtol=0, atol=1e-6)
