@@ -14,10 +14,13 @@ import importlib.util
 import sys
 
 from kcse import public_api
+from kcse.foundation.transformers_backend import use_torch_transformers
 
 __version__ = "0.1.0"
 
 __all__, __getattr__, __dir__ = public_api.exports(__name__)
+
+use_torch_transformers()
 
 
 def _register_serializables():

@@ -15,7 +15,7 @@ class MTEBEncoder:
     `similarity_pairwise` are cosine (kcse's similarity), and
     `mteb_model_meta` names the model and its revision, so mteb files its
     results under them. mteb is imported only by `mteb_model_meta` (it is not
-    a kcse dependency: `pip install mteb`).
+    a kcse dependency: `pip install "kcse[mteb]"`).
 
     Prompts: a text mteb marks as a document gets the encoder's
     `"document"` prompt (e5: `"passage: "`); every other text, queries and
@@ -36,7 +36,7 @@ class MTEBEncoder:
     Example:
     ```python
     import keras_hub
-    import mteb  # pip install mteb
+    import mteb  # pip install "kcse[mteb]"
     import kcse
     from kcse.evaluation import MTEBEncoder
 
