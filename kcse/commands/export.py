@@ -99,6 +99,7 @@ def run(args):
         options = {"overwrite": args.overwrite}
         if args.format == "sentence_transformers":
             options["training"] = training_record(args.model)
+            options["base_model"] = args.model
         if args.format == "onnx":
             options["quantize"] = args.quantize
         if args.format == "huggingface" and args.model in SU_MODELS:

@@ -196,6 +196,7 @@ def train(args, data):
     record = {
         "model": args.model, "model_source": source, "pooling": encoder.pooling,
         "prefix": prefix, "task": args.task, "method": method.name,
+        "method_title": method.title, "citation": method.citation,
         "protocol": protocol.name, "before": before, "after": after,
         "training_samples": run.samples,
         "kept_step": run.kept_step,

@@ -51,6 +51,12 @@ SOURCE_URLS = {
     "STS-B": "https://github.com/pluto-junzeng/CNSD",
 }
 
+# The same rows on the Hugging Face Hub (C-MTEB's copies, data_cards/), for
+# the `datasets` of a model card; the tasks' language, for its `language`.
+HUB_DATASETS = {"ATEC": "C-MTEB/ATEC", "BQ": "C-MTEB/BQ", "LCQMC": "C-MTEB/LCQMC",
+                "PAWSX": "C-MTEB/PAWSX", "STS-B": "C-MTEB/STSB"}
+LANGUAGE = "zh"
+
 # The Chinese STS-B shipped inside the package (byte-identical to the
 # senteval_cn files; data_cards/chinese_sts.md): a `data_dir` for
 # `read_chinese_task(BUNDLED_CHINESE_STS, "STS-B", split)`.

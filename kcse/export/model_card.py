@@ -1,20 +1,50 @@
 """The model card (README.md) of an exported sentence-transformers folder.
 
-It says what the folder computes (backbone, pooling, whitening,
-normalisation, prompts) and what loading it needs (rjieba for a jieba
-tokenizer), how it was trained and what kcse measured when
-`kcse train`'s record is given, and the licence of the training data,
-from kcse's data card of the task.
+Written with huggingface_hub's `ModelCard` and `ModelCardData`, as the Hub
+reads cards. Its YAML holds `base_model` (the Hub copy of the model the
+encoder was built from, where kcse knows one: `model_sources.HUB_MODELS`),
+`language`, `license`, `datasets`, `library_name`, `pipeline_tag`, `tags`
+and a `model-index` with every score of `kcse train`'s record (task, split,
+number of pairs, metric). Its sections: usage with sentence-transformers and
+kcse, what the folder computes, the training settings, the scores, the
+training data's licence (from kcse's data card of the task), the framework
+versions and the method's citation.
+
+Nothing in it is a path of the machine that wrote it: a model read from a
+file or folder is named as one.
+
+Example:
+```python
+from kcse.export.model_card import card_metadata
+
+card_metadata(None, "BERT").base_model  # 'google-bert/bert-base-chinese'
+```
 """
 
 import importlib.metadata
 import pathlib
 
 from kcse.data.chinese import DATA_CARDS
+from kcse.data.chinese import HUB_DATASETS
+from kcse.data.chinese import LANGUAGE as CHINESE
+from kcse.data.chinese import SOURCE_URLS
+from kcse.models.model_sources import HUB_MODELS
 
 # kcse's data cards, in its source tree (a wheel has none: the card then
-# names the file).
+# names the data card without its text).
 DATA_CARD_FOLDER = pathlib.Path(__file__).resolve().parents[2] / "data_cards"
+TAGS = ["sentence-transformers", "sentence-similarity", "feature-extraction", "kcse"]
+# The packages whose versions the card lists, by distribution name.
+FRAMEWORKS = ("kcse", "keras", "keras-hub", "tensorflow", "jax", "sentence-transformers",
+              "transformers", "torch")
+# `kcse train`'s settings as the card names them; those left out are said
+# elsewhere in the card (the method, the protocol) or not used in training.
+SETTING_NAMES = {
+    "training_splits": "training sentences from the splits",
+    "trained_splits": "splits scored after training",
+    "max_sentences": "at most this many training sentences",
+}
+SETTINGS_LEFT_OUT = ("method", "name", "whitening_splits")
 
 
 def card_section(card, title):
@@ -35,25 +65,96 @@ def data_licence(task):
     """What the model card says of the training data's licence."""
     card = DATA_CARDS.get(task)
     if card is None:
-        return (f"The training data ({task}) is not one of kcse's cards: its "
+        return (f"The training data ({task}) is not one of kcse's data sets: its "
                 "licence is the trainer's to state.")
-    text = card_section(card, "Licence")
-    where = f"kcse's data card `data_cards/{card}`"
-    return f"{text}\n\n(From {where}.)" if text else f"See {where}."
+    text = card_section(card, "Licence") or "See kcse's data card of the task."
+    return (f"{text}\n\nSource: {SOURCE_URLS[task]} (from kcse's data card "
+            f"of {task}, `{card}`).")
 
 
-def table(rows):
-    lines = ["| | |", "|---|---|"]
-    return "\n".join(lines + [f"| {key} | {value} |" for key, value in rows])
+def table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(str(cell) for cell in row) + " |"
+                              for row in rows])
 
 
-def model_section(encoder, modules):
+def base_model_name(training, base_model):
+    """The kcse name of the model the encoder was built from, or None."""
+    return (training or {}).get("model") or base_model
+
+
+def card_metadata(training, base_model=None, name="kcse sentence embedder"):
+    """The card's `huggingface_hub.ModelCardData`, for the model `name`.
+
+    `base_model`: the kcse name of the model exported (`--model`), when
+    `training` (`kcse train`'s record) does not name it.
+    """
+    from huggingface_hub import EvalResult
+    from huggingface_hub import ModelCardData
+
+    training = training or {}
+    hub = HUB_MODELS.get(base_model_name(training, base_model))
+    task = training.get("task")
+    languages = list(hub.languages) if hub else []
+    if task in HUB_DATASETS and CHINESE not in languages:
+        languages.append(CHINESE)
+    results = []
+    for when in ("before", "after"):
+        score = training.get(when) or {}
+        if task in HUB_DATASETS and score.get("spearman") is not None:
+            what = ("the base model, before training" if when == "before"
+                    else f"after {training.get('method_title') or training.get('method')}")
+            results.append(EvalResult(
+                task_type="STS", task_name="Semantic Textual Similarity",
+                dataset_type=HUB_DATASETS[task], dataset_split="test",
+                dataset_name=f"{task} test" + (f" ({score['n']} pairs)" if "n" in score else ""),
+                metric_type="spearman", metric_value=score["spearman"],
+                metric_name=f"Spearman ×100 of cosine similarities, {what}"))
+    return ModelCardData(
+        base_model=hub.hub_id if hub else None,
+        language=languages or None,
+        license=hub.license if hub and hub.license else "other",
+        datasets=[HUB_DATASETS[task]] if task in HUB_DATASETS else None,
+        library_name="sentence-transformers",
+        pipeline_tag="sentence-similarity",
+        tags=TAGS,
+        model_name=name,
+        eval_results=results or None,
+    )
+
+
+def usage_section(encoder, prompts):
+    from kcse.export.word_piece_json import is_jieba
+
+    texts = '["一个女孩在梳头。", "A girl is combing her hair."]'
+    lines = ["## Usage", "", "With sentence-transformers:", "", "```python",
+             "from sentence_transformers import SentenceTransformer", "",
+             'model = SentenceTransformer("path/to/this/folder")',
+             f"vectors = model.encode({texts})", "```", "", "With kcse, in Keras "
+             "(TensorFlow or JAX), the same vectors:", "", "```python", "import kcse", "",
+             'encoder = kcse.SentenceEncoder.from_preset("path/to/this/folder")',
+             f"vectors = encoder.encode({texts})", "```"]
+    if is_jieba(encoder.preprocessor.tokenizer):
+        lines += ["", "The tokenizer is transformers' `RoFormerTokenizer`, which cuts words "
+                  "with jieba's Rust port: `pip install rjieba` first."]
+    if prompts:
+        lines += ["", "Prompts (`encode(texts, prompt_name=...)`): "
+                  + ", ".join(f"`{name}`: {text!r}" for name, text in prompts.items()) + "."]
+    if encoder.default_prompt_name is not None:
+        lines += ["", f"`encode(texts)` prepends the default prompt `{encoder.default_prompt_name}` "
+                  f"({encoder.default_prompt!r}), the one the model was scored with; "
+                  '`encode(texts, prompt="")` encodes the texts as they are.']
+    return "\n".join(lines)
+
+
+def model_section(encoder, modules, base):
     from kcse.export.huggingface import huggingface_architecture
 
     backbone = encoder.backbone
     _, architecture = huggingface_architecture(backbone, encoder.preprocessor.tokenizer)
     whitening = encoder.whitening
     rows = [
+        ("built from", base),
         ("backbone", f"{architecture} (kcse's {type(backbone).__name__}): "
                      f"{backbone.num_layers} layers, hidden "
                      f"{backbone.hidden_dim}, {backbone.num_heads} heads, vocabulary "
@@ -66,50 +167,105 @@ def model_section(encoder, modules):
         ("maximum tokens", encoder.preprocessor.sequence_length),
         ("modules", ", ".join(kind.rsplit(".", 1)[1] for kind, _ in modules)),
     ]
-    return "## Model\n\n" + table(rows)
+    return "## Model\n\n" + table(("", ""), rows)
+
+
+def described_base(name, metadata):
+    """The model the encoder was built from, in words, with no local path."""
+    if name is None:
+        return "not recorded"
+    if metadata.base_model:
+        return f"{name} ([{metadata.base_model}](https://huggingface.co/{metadata.base_model}))"
+    if name.endswith(".keras"):
+        return f"a kcse encoder file ({pathlib.PurePath(name).name})"
+    if "/" in name or "\\" in name:
+        return f"a local model folder ({pathlib.PurePath(name.rstrip('/')).name})"
+    return name
+
+
+def setting_text(value):
+    return ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else value
 
 
 def training_section(training):
     if not training:
         return ("## Training\n\nNo training record was given to the export "
                 "(`kcse train` writes one beside the encoder: train.json).")
-    rows = [(key, training.get(key)) for key in
-            ("model", "model_source", "method", "task", "protocol", "training_samples")]
-    rows += [(key, value) for key, value in sorted(training.get("settings", {}).items())]
-    lines = ["## Training", "", f"Trained by `kcse train` ({training.get('method')}).", "",
-             table(rows), "", "## Scores kcse measured", "",
-             "| split | Spearman ×100 before | after |", "|---|---|---|"]
-    scores = [(training.get(when) or {}).get("spearman") for when in ("before", "after")]
-    lines.append(f"| {training.get('task')} test | " + " | ".join(
-        "-" if score is None else f"{score:.2f}" for score in scores) + " |")
-    lines += ["", "## Training data and licence", "", data_licence(training.get("task"))]
+    method = training.get("method_title") or training.get("method")
+    rows = [("method", method), ("task", training.get("task")),
+            ("protocol", training.get("protocol")),
+            ("training sentences used", training.get("training_samples"))]
+    rows += [(SETTING_NAMES.get(key, key), setting_text(value))
+             for key, value in sorted(training.get("settings", {}).items())
+             if key not in SETTINGS_LEFT_OUT]
+    return "\n".join(["## Training", "", f"Trained by `kcse train` with {method}.", "",
+                      table(("setting", "value"), rows)])
+
+
+def scores_section(training):
+    if not training:
+        return ""
+    rows = []
+    for when in ("before", "after"):
+        score = training.get(when) or {}
+        spearman = score.get("spearman")
+        rows.append((f"{training.get('task')} test", score.get("n", "-"),
+                     "before training" if when == "before" else "after training",
+                     "-" if spearman is None else f"{spearman:.2f}"))
+    return "\n".join([
+        "## Scores kcse measured", "",
+        "Spearman's correlation ×100 between the cosine similarities of the two "
+        "sentences' vectors and the gold labels.", "",
+        table(("data set and split", "pairs", "model", "Spearman ×100"), rows)])
+
+
+def licence_section(training):
+    if not training:
+        return ""
+    return "## Training data and licence\n\n" + data_licence(training.get("task"))
+
+
+def versions_section(training):
+    rows = []
+    for name in FRAMEWORKS:
+        try:
+            rows.append((name, importlib.metadata.version(name)))
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    lines = ["## Framework versions", "", "At export:", "", table(("package", "version"), rows)]
+    provenance = (training or {}).get("provenance") or {}
+    if provenance:
+        lines += ["", "At training (`kcse train`'s record):", "",
+                  table(("", ""), sorted(provenance.items()))]
     return "\n".join(lines)
 
 
-def model_card(encoder, modules, prompts, training):
-    """The README.md text of an exported folder."""
-    use = ["```python", "from sentence_transformers import SentenceTransformer", "",
-           'model = SentenceTransformer("path/to/this/folder")',
-           'vectors = model.encode(["一个女孩在梳头。", "A girl is combing her hair."])',
-           "```"]
-    from kcse.export.word_piece_json import is_jieba
+def citation_section(training):
+    citation = (training or {}).get("citation")
+    if not citation:
+        return ""
+    return "\n".join(["## Citation", "", f"The method, {training.get('method_title')}:", "",
+                      "```bibtex", citation, "```"])
 
-    if is_jieba(encoder.preprocessor.tokenizer):
-        use += ["", "The tokenizer is transformers' `RoFormerTokenizer`, which cuts words "
-                "with jieba's Rust port: `pip install rjieba` first."]
-    if prompts:
-        use += ["", "Prompts (`encode(texts, prompt_name=...)`): "
-                + ", ".join(f"`{name}`: {text!r}" for name, text in prompts.items()) + "."]
-    if encoder.default_prompt_name is not None:
-        use += ["", f"`encode(texts)` prepends the default prompt `{encoder.default_prompt_name}` "
-                f"({encoder.default_prompt!r}), the one the model was scored with; "
-                '`encode(texts, prompt="")` encodes the texts as they are.']
-    return "\n".join([
-        "---", "library_name: sentence-transformers", "pipeline_tag: sentence-similarity",
-        "tags:", "- sentence-transformers", "- sentence-similarity", "- feature-extraction",
-        "- kcse", "---", "",
-        f"# Sentence embedder exported by kcse {importlib.metadata.version('kcse')}", "",
-        "A sentence-transformers folder written by kcse's export; its vectors equal "
-        "kcse's `SentenceEncoder.encode` (float32).", "",
-        *use, "", model_section(encoder, modules), "", training_section(training), "",
-    ])
+
+def model_card(encoder, modules, prompts, training, name, base_model=None):
+    """The README.md text of the exported folder `name` (a `huggingface_hub.ModelCard`'s).
+
+    `training`: `kcse train`'s record (train.json) or None; `base_model`:
+    the kcse name of the model exported when the record does not give it.
+    """
+    from huggingface_hub import ModelCard
+
+    metadata = card_metadata(training, base_model, name)
+    base = described_base(base_model_name(training, base_model), metadata)
+    body = "\n\n".join(section for section in [
+        f"# {metadata.model_name}",
+        f"A sentence-transformers folder written by kcse "
+        f"{importlib.metadata.version('kcse')}; its vectors equal kcse's "
+        "`SentenceEncoder.encode` (float32).",
+        usage_section(encoder, prompts), model_section(encoder, modules, base),
+        training_section(training), scores_section(training), licence_section(training),
+        versions_section(training),
+        citation_section(training),
+    ] if section)
+    return str(ModelCard(f"---\n{metadata.to_yaml()}\n---\n\n{body}\n"))

@@ -134,7 +134,7 @@ def versions():
 
 
 def export_sentence_transformers(encoder, path, prompts=None, training=None,
-                                 overwrite=False):
+                                 base_model=None, overwrite=False):
     """Writes `encoder` as a sentence-transformers folder at `path`.
 
     `SentenceTransformer(path).encode(texts)` equals `encoder.encode(texts)`
@@ -154,7 +154,12 @@ def export_sentence_transformers(encoder, path, prompts=None, training=None,
             `config_sentence_transformers.json`; None: the encoder's own.
             They must hold the encoder's default prompt, with its text.
         training: what `kcse train` recorded (its `train.json`, a dict), for
-            the model card: method, settings, scores before and after.
+            the model card (`kcse.export.model_card`): base model, method,
+            settings, scores before and after, citation.
+        base_model: the kcse name of the model the encoder was built from
+            (`"BERT"`, `"e5-small"`, ...), for the model card when
+            `training` does not name it: its Hub copy is the card's
+            `base_model` (`kcse.models.model_sources.HUB_MODELS`).
         overwrite: replace an existing non-empty folder at `path`, one
             holding only files kcse wrote there (an earlier export).
 
@@ -207,5 +212,6 @@ def export_sentence_transformers(encoder, path, prompts=None, training=None,
             "__version__": versions(), "prompts": prompts,
             "default_prompt_name": default_name, "similarity_fn_name": "cosine"})
         (temporary / "README.md").write_text(
-            model_card(encoder, modules, prompts, training), encoding="utf-8")
+            model_card(encoder, modules, prompts, training, pathlib.Path(path).name,
+                       base_model), encoding="utf-8")
     return pathlib.Path(path)

@@ -302,6 +302,30 @@ DEFAULT_PROMPT_NAMES = {OFFLINE_E5_PRESET: "query"}
 
 
 @dataclasses.dataclass(frozen=True)
+class HubModel:
+    """The Hugging Face Hub copy of a model kcse names: the same weights,
+    converted from the released checkpoint (the `base_model` of a model
+    card), with its languages and licence (None: not stated there)."""
+
+    hub_id: str
+    languages: tuple
+    license: str = None
+
+
+E5_SMALL_HUB = HubModel("intfloat/multilingual-e5-small", ("multilingual",), "mit")
+# By the names of `--model` and `SentenceEncoder.from_preset`. SimBERT and
+# NEZHA are left out: no Hub copy is known to hold the checkpoints Su used.
+HUB_MODELS = {
+    "BERT": HubModel("google-bert/bert-base-chinese", ("zh",), "apache-2.0"),
+    "RoBERTa": HubModel("hfl/chinese-roberta-wwm-ext", ("zh",), "apache-2.0"),
+    "WoBERT": HubModel("junnyu/wobert_chinese_plus_base", ("zh",)),
+    "RoFormer": HubModel("junnyu/roformer_chinese_base", ("zh",)),
+    "e5-small": E5_SMALL_HUB,
+    OFFLINE_E5_PRESET: E5_SMALL_HUB,
+}
+
+
+@dataclasses.dataclass(frozen=True)
 class ModelSpec:
     """Where a model of the grid comes from.
 

@@ -4,6 +4,7 @@ honour, and what an export may replace."""
 
 import json
 
+import huggingface_hub
 import keras
 import numpy as np
 import pytest
@@ -47,8 +48,11 @@ def test_export_sentence_transformers_folder_with_the_training_record(trained_co
     theirs = SentenceTransformer(str(folder / "st"), device="cpu").encode(texts)
     np.testing.assert_allclose(theirs, encoder.encode(texts), atol=1e-5)
     record = json.loads((folder / "run" / "train.json").read_text())
-    card = (folder / "st" / "README.md").read_text(encoding="utf-8")
-    assert f"| {record['after']['spearman']:.2f} |" in card and "simcse" in card
+    card = huggingface_hub.ModelCard.load(folder / "st" / "README.md")
+    assert [result.metric_value for result in card.data.eval_results] == [
+        record["before"]["spearman"], record["after"]["spearman"]]
+    assert f"({record['after']['n']} pairs)" in card.data.eval_results[1].dataset_name
+    assert "@inproceedings{gao2021simcse" in card.text and str(folder) not in card.text
 
 
 def test_export_onnx_with_its_int8_model_and_prefix(trained_command, capsys):

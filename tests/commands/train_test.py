@@ -12,6 +12,7 @@ from command_runs import PREFIX
 from command_runs import train_arguments
 from kcse.commands import train
 from kcse.commands.main import main
+from kcse.experiments.methods.simcse import SimCSEMethod
 from tiny_grid import read_strict_json
 
 
@@ -72,6 +73,7 @@ def test_train_json_is_strict_and_records_provenance(trained_command):
     assert record["settings"]["seed"] == 0 and record["kept_step"] is None
     assert record["settings"]["precision"] == "float32"
     assert record["training_seconds"] > 0
+    assert (record["method_title"], record["citation"]) == ("SimCSE", SimCSEMethod.citation)
     origin = record["provenance"]
     assert origin["keras"] == keras.__version__ and origin["kcse"] == kcse.__version__
     assert origin["backend"] == keras.config.backend() and origin["date"]

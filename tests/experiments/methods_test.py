@@ -1,4 +1,5 @@
 import json
+import re
 
 import numpy as np
 import pytest
@@ -403,3 +404,14 @@ def test_sup_simcse_recipe_refuses_nli_pairs_that_make_no_triplet(tmp_path, caps
     err = capsys.readouterr().err
     assert f"--nli {nli}: no triplet: no premise has both an entailment and a contradiction" in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name", sorted(methods.METHODS))
+def test_every_method_cites_its_paper_for_the_model_card(name):
+    """A model card's citation section (kcse.export.model_card) is the
+    method's BibTeX: each method has one, an entry with a title and a year."""
+    citation = methods.METHODS[name].citation
+    assert re.match(r"@inproceedings\{[\w-]+,\n", citation), citation
+    assert re.search(r"\btitle\s*=\s*[{\"]", citation), citation
+    assert re.search(r"\byear\s*=\s*[{\"]?2021", citation), citation
+    assert citation.count("{") == citation.count("}"), citation

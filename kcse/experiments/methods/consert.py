@@ -17,6 +17,20 @@ from kcse.layers.view_specs import CONSERT_SCRIPT_VIEWS
 from kcse.layers.view_specs import split_view
 from kcse.layers.view_specs import view_from_spec
 
+# The BibTeX of yym6472/ConSERT's README (its abstract left out).
+CONSERT_CITATION = """@inproceedings{yan-etal-2021-consert,
+    title = "{C}on{SERT}: A Contrastive Framework for Self-Supervised Sentence Representation Transfer",
+    author = "Yan, Yuanmeng and Li, Rumei and Wang, Sirui and Zhang, Fuzheng and Wu, Wei and Xu, Weiran",
+    booktitle = "Proceedings of the 59th Annual Meeting of the Association for Computational Linguistics and the 11th International Joint Conference on Natural Language Processing (Volume 1: Long Papers)",
+    month = aug,
+    year = "2021",
+    address = "Online",
+    publisher = "Association for Computational Linguistics",
+    url = "https://aclanthology.org/2021.acl-long.393",
+    doi = "10.18653/v1/2021.acl-long.393",
+    pages = "5065--5075",
+}"""
+
 # The objective's modes (`kcse.objectives.ConSERT`), then ConSERT's two-stage
 # ones: a supervised stage, then `unsup` with the same encoder.
 MODES = ("unsup", "sup", "joint", "sup-unsup", "joint-unsup")
@@ -126,6 +140,7 @@ class ConSERTMethod(Method):
 
     name = "consert"
     title = "ConSERT"
+    citation = CONSERT_CITATION
     paper_settings = PAPER_SETTINGS
     flag_group = "ConSERT"
     flags = (

@@ -6,6 +6,15 @@ from kcse.experiments.methods.method import Method
 from kcse.experiments.methods.method import PaperSetting
 from kcse.experiments.protocols import protocol_from_args
 
+# The paper (ICLR 2021, its OpenReview page), its authors as papers citing it list them.
+CONTRASTIVE_TENSION_CITATION = """@inproceedings{carlsson2021semantic,
+    title = {Semantic Re-tuning with Contrastive Tension},
+    author = {Carlsson, Fredrik and Gyllensten, Amaru Cuba and Gogoulou, Evangelia and Hellqvist, Erik Ylip{\"a}{\"a} and Sahlgren, Magnus},
+    booktitle = {International Conference on Learning Representations},
+    year = {2021},
+    url = {https://openreview.net/forum?id=Ov_sMNau-PF}
+}"""
+
 # Contrastive Tension as FreddeFrallan/Contrastive-Tension runs it, each
 # setting with its source.
 TRAINING = "ContrastiveTension/Training.py"
@@ -47,6 +56,7 @@ class ContrastiveTensionMethod(Method):
 
     name = "ct"
     title = "CT"
+    citation = CONTRASTIVE_TENSION_CITATION
     paper_settings = PAPER_SETTINGS
     flag_group = "Contrastive Tension"
     flags = (

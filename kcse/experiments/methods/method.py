@@ -89,7 +89,8 @@ class Method:
     """A training method of column c.
 
     Subclasses set `name` (in results keys and `--method`), `title` (in
-    tables), `paper_settings` (`{setting: PaperSetting}`, their paper's
+    tables), `citation` (their paper's BibTeX, as its authors give it; a
+    model card's citation), `paper_settings` (`{setting: PaperSetting}`, their paper's
     settings with their sources), `flags` (their own flags, under the
     argparse group `flag_group`), and define `objective(encoder,
     protocol)`; `training_data` gives `fit`'s `(x, y)` (default: the
@@ -110,6 +111,7 @@ class Method:
 
     name = None
     title = None
+    citation = None
     paper_settings = {}
     protocol_defaults = {}
     flags = ()

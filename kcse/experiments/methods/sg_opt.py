@@ -11,6 +11,15 @@ from kcse.experiments.methods.method import script_optimizer
 from kcse.layers.pooling_rules import PIVOT_POOLINGS
 from kcse.losses.self_guided_variants import VARIANTS
 
+# The BibTeX of galsang/SG-BERT's README, its title, authors, venue, year and link.
+SG_OPT_CITATION = """@inproceedings{kim-etal-2021-self,
+    title = "Self-Guided Contrastive Learning for {BERT} Sentence Representations",
+    author = "Kim, Taeuk and Yoo, Kang Min and Lee, Sang-goo",
+    booktitle = "Proceedings of the 59th Annual Meeting of the Association for Computational Linguistics and the 11th International Joint Conference on Natural Language Processing (Volume 1: Long Papers)",
+    year = "2021",
+    url = "https://aclanthology.org/2021.acl-long.197",
+}"""
+
 
 # SG-OPT (Kim et al., ACL 2021; seed 001, its slides) as galsang/SG-BERT
 # runs it, each setting with its source.
@@ -70,6 +79,7 @@ class SGOptMethod(Method):
 
     name = "sg_opt"
     title = "SG-OPT"
+    citation = SG_OPT_CITATION
     paper_settings = PAPER_SETTINGS
     flag_group = "SG-OPT"
     flags = (

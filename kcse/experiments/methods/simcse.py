@@ -13,6 +13,14 @@ from kcse.experiments.methods.method import Method
 from kcse.experiments.methods.method import PaperSetting
 from kcse.experiments.protocols import training_sentences
 
+# The BibTeX of princeton-nlp/SimCSE's README.
+SIMCSE_CITATION = """@inproceedings{gao2021simcse,
+   title={{SimCSE}: Simple Contrastive Learning of Sentence Embeddings},
+   author={Gao, Tianyu and Yao, Xingcheng and Chen, Danqi},
+   booktitle={Empirical Methods in Natural Language Processing (EMNLP)},
+   year={2021}
+}"""
+
 
 # Su's unsupervised SimCSE (bojone/SimCSE, "SimCSE in Chinese", kexue.fm
 # 8348, seed 002), the column c of his table, each setting with its source.
@@ -96,6 +104,7 @@ class SimCSEMethod(Method):
 
     name = "simcse"
     title = "SimCSE"
+    citation = SIMCSE_CITATION
     paper_settings = PAPER_SETTINGS
     flag_group = "SimCSE"
     flags = (

@@ -13,6 +13,7 @@ from kcse.experiments.methods.method import Flag
 from kcse.experiments.methods.method import Method
 from kcse.experiments.methods.method import PaperSetting
 from kcse.experiments.methods.simcse import PAPER_SETTINGS as UNSUPERVISED
+from kcse.experiments.methods.simcse import SIMCSE_CITATION
 
 
 # Supervised SimCSE (Gao et al., 2021) in Su's comparison: princeton-nlp's
@@ -94,6 +95,7 @@ class SupervisedSimCSEMethod(Method):
 
     name = "sup_simcse"
     title = "sup-SimCSE"
+    citation = SIMCSE_CITATION
     paper_settings = PAPER_SETTINGS
     flag_group = "supervised SimCSE"
     flags = (
