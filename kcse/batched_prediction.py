@@ -20,6 +20,7 @@ from keras import ops
 from kcse.foundation import compat
 from kcse import distribution
 from kcse.foundation import interrupts
+from kcse.foundation import progress
 from kcse.foundation.compilation import compiles_per_shape
 from kcse.foundation.compilation import padded_length
 from kcse.foundation.truncation import truncated_texts
@@ -58,7 +59,7 @@ def predict_in_length_order(
     alphabetical = np.argsort(texts, kind="stable")
     outputs = None
     for rows, chunk_outputs in predict_in_chunks(
-        model, preprocessor, texts[alphabetical], batch_size, warn_truncation
+        model, preprocessor, texts[alphabetical], batch_size, warn_truncation, len(texts)
     ):
         if outputs is None:
             outputs = keras.tree.map_structure(
@@ -73,7 +74,7 @@ def predict_in_length_order(
 
 
 def predict_in_chunks(
-    model, preprocessor, texts, batch_size=64, warn_truncation=False
+    model, preprocessor, texts, batch_size=64, warn_truncation=False, total=None
 ):
     """Yields `(rows, outputs)`: `model`'s outputs for `texts`, chunk by chunk.
 
@@ -90,9 +91,15 @@ def predict_in_chunks(
     are split over devices. Padding never counts, so the outputs equal the
     model's on full-length inputs (up to float rounding). With `warn_truncation`, one
     `TruncationWarning` after the last chunk counts the texts cut to the
-    preprocessor's maximum length.
+    preprocessor's maximum length. Where a command reports progress
+    (`kcse.foundation.progress`), each batch counts its texts, of `total`.
     """
-    texts = iter(texts)
+    with progress.task("encoding", total, "sentence") as encoded:
+        yield from _predict_in_chunks(model, preprocessor, iter(texts), batch_size,
+                                      warn_truncation, encoded)
+
+
+def _predict_in_chunks(model, preprocessor, texts, batch_size, warn_truncation, encoded):
     run = batch_runner(model)
     coarse = compiles_per_shape(model)
     start = truncated = 0
@@ -116,7 +123,9 @@ def predict_in_chunks(
             if coarse:  # The same batch shape for the last batch too.
                 rows = np.resize(rows, batch_size)
             batches.append({key: value[rows, :length] for key, value in features.items()})
-        sorted_outputs = run(batches)
+        sorted_outputs = run(batches, lambda index: encoded.add(
+            min(batch_size, len(order) - index * batch_size)))
+        encoded.add(len(chunk) - len(unique))  # Repeated texts, encoded once.
         # Row i of the sorted outputs is distinct text order[i] (rows past
         # them repeat others in a last batch); then expand.
         positions = np.empty_like(order)
@@ -169,7 +178,7 @@ def batch_runner(model):
     """A function running `model` on a list of token batches, outputs joined.
 
     The outputs are numpy arrays (or a dict of them), a row per row of the
-    batches, in order. On one device each batch goes through
+    batches, in order; `done(i)`, if given, is called when batch i is done. On one device each batch goes through
     `predict_function(model)`, with no data pipeline between batches, so
     the speed is steady. Where `predict` splits batches over devices (a
     `tf.distribute` strategy with several replicas, or a
@@ -179,21 +188,25 @@ def batch_runner(model):
     """
     if distribution.process_count() > 1:
 
-        def run_everywhere(batches):
+        def run_everywhere(batches, done=None):
             with distribution.every_process_predicts():
-                return batch_runner(model)(batches)
+                return batch_runner(model)(batches, done)
 
         return run_everywhere
     if not splits_batches(model):
         predict = predict_function(model)
 
-        def run(batches):
-            outputs = [predict(batch) for batch in batches]
+        def run(batches, done=None):
+            outputs = []
+            for index, batch in enumerate(batches):
+                outputs.append(predict(batch))
+                if done:
+                    done(index)
             return keras.tree.map_structure(lambda *arrays: np.concatenate(arrays), *outputs)
 
         return run
 
-    def run(batches):
+    def run(batches, done=None):
         import tensorflow as tf
 
         dataset = tf.data.Dataset.from_generator(
@@ -204,7 +217,10 @@ def batch_runner(model):
             },
         ).apply(tf.data.experimental.assert_cardinality(len(batches)))
         # keras.Model's, not a Task's: the batches are tokenised already.
-        return keras.Model.predict(model, dataset, verbose=0)
+        outputs = keras.Model.predict(model, dataset, verbose=0)
+        for index in range(len(batches)) if done else ():
+            done(index)
+        return outputs
 
     return run
 

@@ -35,7 +35,7 @@ def parse_args(argv=None):
     from kcse.layers.pooling_rules import POOLING_NAMES as POOLINGS
     from kcse.experiments.command_line import SMALLEST_BATCH
     from kcse.experiments.command_line import add_speed_arguments
-    from kcse.experiments.command_line import add_verbose_argument
+    from kcse.experiments.command_line import add_output_arguments
     from kcse.experiments.command_line import check_speed_arguments
     from kcse.experiments.command_line import check_train_file
     from kcse.models.model_sources import check_model
@@ -85,7 +85,7 @@ def parse_args(argv=None):
     parser.add_argument(
         "--output", type=pathlib.Path, default=REPO / "runs" / "english_simcse"
     )
-    add_verbose_argument(parser)
+    add_output_arguments(parser)
     add_speed_arguments(parser)
     try:
         args = parser.parse_args(argv)
@@ -154,6 +154,7 @@ def main(argv=None):
     prog = pathlib.Path(sys.argv[0]).name
     one_line_warnings(prog)
     from kcse.foundation import atomic_files
+    from kcse.foundation import progress
     from kcse.experiments.command_line import keeping_dtype_policy
     from kcse.experiments.recipe_runs import one_line_stops
     from kcse.experiments.command_line import start_speed
@@ -162,7 +163,7 @@ def main(argv=None):
         written = [str(path) for path in atomic_files.written]
         return f"kept {', '.join(written)}" if written else "nothing written"
 
-    with one_line_stops(prog, kept):
+    with one_line_stops(prog, kept), progress.reporting(not args.quiet):
         start_keras(args.verbose)
         with keeping_dtype_policy():
             print(start_speed(args))  # Before the model is built.
@@ -173,7 +174,6 @@ def train(args, model):
     import keras
 
     import kcse
-    from kcse.foundation import arguments
     from kcse.foundation import atomic_files
 
     keras.utils.set_random_seed(args.seed)
@@ -214,7 +214,6 @@ def train(args, model):
         batch_size=args.batch_size,
         epochs=args.epochs,
         callbacks=[evaluator],
-        verbose=arguments.progress_verbosity(),
     )
     seconds = time.time() - start
     after = {

@@ -43,7 +43,7 @@ def add_model_arguments(parser, default_pooling, pooling_help=None, max_length=T
                             "sentences are cut, with a warning (default: 512, or the "
                             "model's limit when lower)")
     parser.add_argument("--checkpoint-root", type=pathlib.Path)
-    command_line.add_verbose_argument(parser)
+    command_line.add_output_arguments(parser)
 
 
 def load_encoder(args, sequence_length=None, inference_only=False):

@@ -121,8 +121,6 @@ def run(args):
         raise UsageError(f"--shard {args.shard.index}/{args.shard.count}: {args.input} "
                          f"has {lines} line{'s' * (lines != 1)}, none in this shard")
     start_keras(args.verbose)
-    import keras
-
     from kcse.batched_prediction import predict_in_chunks
 
     encoder, prefix, _ = load_encoder(args, inference_only=True)
@@ -132,17 +130,15 @@ def run(args):
         # Read in step twice: by the encoder (a chunk ahead), for the records.
         numbered_texts, records = itertools.tee(numbered_texts)
     texts = (prefix + text for _, text in numbered_texts)
-    progress = keras.utils.Progbar(count, unit_name="sentence",
-                                   verbose=arguments.progress_verbosity())
     with atomic_files.replacing(args.output, replace=args.overwrite) as temporary:
         with EncodeWriter(temporary, count, args.field, records, args.output) as writer:
             for rows, vectors in predict_in_chunks(encoder, encoder.preprocessor, texts,
-                                                   args.batch_size, warn_truncation=True):
+                                                   args.batch_size, warn_truncation=True,
+                                                   total=count):
                 vectors = vectors.astype("float32")
                 if args.normalize:
                     vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
                 writer.write(rows, vectors)
-                progress.add(len(vectors))
     index, every = args.shard
     held = "every line" if every == 1 else (
         f"lines {index}, {index + every}, {index + 2 * every}, ... (shard {index}/{every})")

@@ -16,6 +16,7 @@ from kcse.export.formats import ONNX_PACKAGES
 from kcse.export.formats import QUANTIZATIONS
 from kcse.export.formats import SENTENCE_TRANSFORMERS_POOLING
 from kcse.export.formats import TENSORFLOW_FORMATS
+from kcse.foundation import progress
 from kcse.foundation.arguments import UsageError
 from kcse.foundation.keras_start import start_keras
 from kcse.layers.pooling_rules import DEFAULT_POOLING
@@ -105,7 +106,8 @@ def run(args):
         if args.format == "huggingface" and args.model in SU_MODELS:
             options["published_as"] = args.model  # His published cells stay beside it.
         try:
-            encoder.export(args.output, format=args.format, **options)
+            with progress.task(f"writing {args.format}", unit=None):
+                encoder.export(args.output, format=args.format, **options)
         except UnsupportedExportError as error:
             raise UsageError(f"--format {args.format}: {args.model}: {error}") from None
         except ExportCheckError as error:
@@ -120,8 +122,9 @@ def run(args):
         print(f"wrote {args.output} ({args.format}){note}")
         return
     try:
-        signatures = encoder.export(args.output, normalize=args.normalize or None,
-                                    overwrite=args.overwrite)
+        with progress.task("writing and checking the SavedModel", unit=None):
+            signatures = encoder.export(args.output, normalize=args.normalize or None,
+                                        overwrite=args.overwrite)
     except ExportCheckError as error:
         raise CommandFailed(" ".join(str(error).split())) from None
     print(f"wrote {args.output} with signatures {', '.join(signatures)}"

@@ -27,6 +27,7 @@ from kcse.commands.common import CommandFailed
 from kcse.foundation import arguments
 from kcse.foundation import atomic_files
 from kcse.foundation import interrupts
+from kcse.foundation import progress
 from kcse.foundation.arguments import UsageError
 
 # The subcommands, in the order `kcse --help` lists them.
@@ -49,7 +50,8 @@ def main(argv=None):
         check_arguments(args)
         with claiming(args.claimed):  # A second run on one output stops here.
             check_replaced(args)  # Not before: another run may have just written it.
-            return args.run(args) or 0
+            with progress.reporting(not getattr(args, "quiet", False)):
+                return args.run(args) or 0
     except BaseException as error:
         return report(error, command, written_before)
 

@@ -181,8 +181,7 @@ def train(args, data):
     print(f"{args.model} {encoder.pooling}, {args.task} test before: "
           f"Spearman {before['spearman']:.2f}")
     try:
-        run = train_once(method, encoder, data, protocol, args.task, args.seed, prefix,
-                         verbose=arguments.progress_verbosity())
+        run = train_once(method, encoder, data, protocol, args.task, args.seed, prefix)
     except NonFiniteLossError as error:
         raise CommandFailed(error) from None
     encoder = run.encoder

@@ -122,7 +122,7 @@ def comparison_parser(doc, output, poolings=None, languages=None, methods=()):
                        help="a PNG per cell: gold vs cosine, raw and trained "
                        "(needs matplotlib); with --diagnostics, a second one of them")
     add_column_arguments(group)
-    add_verbose_argument(parser)
+    add_output_arguments(parser)
     add_training_arguments(parser)
     add_speed_arguments(parser)
     group.add_argument("--trained-splits", type=arguments.choices_list(SPLITS),
@@ -255,9 +255,13 @@ def keeping_dtype_policy():
         keras.config.set_dtype_policy(policy)
 
 
-def add_verbose_argument(parser):
+def add_output_arguments(parser):
+    """`--verbose` and `--quiet`: what a run prints besides its results."""
     parser.add_argument("--verbose", action="store_true",
                         help="show TensorFlow's start-up and device messages")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress of long work (by default: a live bar on a "
+                        "terminal, a line at least every 30 s in a log, on standard error)")
 
 
 def add_training_arguments(parser):

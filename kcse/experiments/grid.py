@@ -9,6 +9,7 @@ import time
 
 from kcse.foundation import interrupts
 from kcse.foundation.digests import content_digest
+from kcse.foundation.progress import labelled
 from kcse.experiments import cell_scoring
 from kcse.experiments.columns import COLUMNS
 from kcse.experiments.columns import named_columns
@@ -163,9 +164,11 @@ def run_cell(cell):
         "published": published,
     }
     for column in cell.columns:
-        cell.record |= column.prepare(cell)
+        with labelled(column.name):
+            cell.record |= column.prepare(cell)
     for column in cell.columns:
-        cell.record |= column.score(cell)
+        with labelled(column.name):
+            cell.record |= column.score(cell)
     cell.record["seconds"] = time.time() - start
     return cell.record
 
@@ -302,10 +305,12 @@ def run_group(grid, store, spec, task, data, loaded, runnable, settings, progres
         missing = [pooling for pooling, raw_key in raw_keys.items()
                    if raw_key not in grid.raw_cache]
         if missing:
-            encoded = cell_scoring.encode_splits(
-                cell_scoring.EveryPooling({pooling: encoders[pooling] for pooling in missing}),
-                preprocessor, data, spec.prefix, 64,
-            )
+            with labelled(f"{spec.name} {task}, {', '.join(missing)}"):
+                encoded = cell_scoring.encode_splits(
+                    cell_scoring.EveryPooling(
+                        {pooling: encoders[pooling] for pooling in missing}),
+                    preprocessor, data, spec.prefix, 64,
+                )
             grid.raw_cache.update({raw_keys[pooling]: encoded[pooling] for pooling in missing})
         raw_vectors = {pooling: grid.raw_cache[raw_key] for pooling, raw_key in raw_keys.items()}
     for key, pooling, data_digest in runnable:
@@ -319,7 +324,7 @@ def run_group(grid, store, spec, task, data, loaded, runnable, settings, progres
                     initial.restore, grid.columns,
                     plot_path=None if grid.plot_dir is None else
                     pathlib.Path(grid.plot_dir) / plot_name(key))
-        with grid.scope():
+        with grid.scope(), labelled(key):
             record = run_cell(cell)
         record |= {"settings": settings,
                    "settings_id": settings_id(settings),

@@ -14,6 +14,7 @@ import sys
 from kcse.foundation import arguments
 from kcse.foundation import atomic_files
 from kcse.foundation import interrupts
+from kcse.foundation import progress
 from kcse.experiments.command_line import add_method_arguments
 from kcse.experiments.command_line import check_comparison_arguments
 from kcse.experiments.command_line import comparison_parser
@@ -132,8 +133,9 @@ def run_grids(prog, runs, method_name):
         print(start_speed(runs[0]))  # Before any model is built.
         try:
             raw_cache = {}  # The raw vectors, encoded once for every run.
-            return [comparison.run_comparison(args, method, raw_cache=raw_cache)
-                    for args, method in zip(runs, methods)]
+            with progress.reporting(not runs[0].quiet):
+                return [comparison.run_comparison(args, method, raw_cache=raw_cache)
+                        for args, method in zip(runs, methods)]
         except comparison.ComparisonError as error:
             print(f"{prog}: error: {error}", file=sys.stderr)
             sys.exit(error.exit_code)

@@ -72,21 +72,21 @@ class TrainingRun:
 
 
 def train_once(method, encoder, data, protocol, task, seed, prefix,
-               encode_batch_size=64, verbose=0):
+               encode_batch_size=64):
     """Trains `encoder` by `method` on `task`'s `data` (`{split: pairs}`),
     from its current weights, with every random number drawn from `seed`.
 
     The backbone's hidden dropout becomes the protocol's; with
     `protocol.select_on_valid` the best step on valid is kept. Raises the
     method's errors (`NonFiniteLossError` for a loss that turned NaN/Inf).
-    `verbose` is `fit`'s. Returns a `TrainingRun`.
+    Its steps show as progress where a command reports it
+    (`kcse.foundation.progress`). Returns a `TrainingRun`.
     """
     encoder = method.encoder_to_train(encoder, seed)
     set_hidden_dropout(encoder.backbone, protocol.hidden_dropout)
     callbacks = valid_selection(encoder, data, protocol, prefix, encode_batch_size)
     began = time.time()
     seed_run(seed, encoder)
-    samples = method.train(encoder, data, protocol, task, seed, prefix, callbacks,
-                           verbose)
+    samples = method.train(encoder, data, protocol, task, seed, prefix, callbacks)
     return TrainingRun(encoder, seed, samples, time.time() - began,
                        callbacks[0].best_step if callbacks else None)

@@ -20,7 +20,6 @@ import importlib.util
 import math
 import os
 import pathlib
-import sys
 import warnings
 import zipfile
 
@@ -350,12 +349,3 @@ def one_line_warnings(prog):
     """
     warnings.formatwarning = lambda message, *rest, **kwargs: (
         f"{prog}: warning: {' '.join(str(message).split())}\n")
-
-
-def progress_verbosity():
-    """Keras' `verbose` for progress: a live bar on a terminal, else a line.
-
-    Keras draws its bar with ANSI colours and backspaces whenever it runs
-    on a POSIX system, terminal or not; `verbose=2` writes plain lines.
-    """
-    return 1 if sys.stdout.isatty() else 2

@@ -7,6 +7,7 @@ import numpy as np
 import scipy.linalg
 from keras import ops
 
+from kcse.foundation import progress
 from kcse.foundation.compilation import on_accelerator
 from kcse.layers.adam_weight_decay import AdamWeightDecay
 from kcse.layers.adam_weight_decay import LEARNING_RATE
@@ -517,21 +518,24 @@ class BertFlow(keras.Model):
         self.optimizer.build(self.trainable_variables)
         stops = [StopOnNonFiniteLoss(async_safe=on_accelerator()), StopOnInterrupt()]
         steps_per_epoch = -(-len(vectors) // int(batch_size))
-        for epoch, order in enumerate(orders):
-            try:
-                history = self.fit(
-                    vectors[order],
-                    batch_size=int(batch_size),
-                    epochs=1,
-                    shuffle=False,
-                    verbose=0,
-                    callbacks=stops,
-                )
-            except NonFiniteLossError as error:
-                # A `fit` an epoch: its steps counted from the first epoch's.
-                raise NonFiniteLossError(
-                    epoch * steps_per_epoch + error.step, error.loss
-                ) from None
+        with progress.task("training the flow", len(orders) * steps_per_epoch,
+                           "step") as steps:
+            for epoch, order in enumerate(orders):
+                try:
+                    history = self.fit(
+                        vectors[order],
+                        batch_size=int(batch_size),
+                        epochs=1,
+                        shuffle=False,
+                        verbose=0,
+                        callbacks=stops,
+                    )
+                except NonFiniteLossError as error:
+                    # A `fit` an epoch: its steps counted from the first epoch's.
+                    raise NonFiniteLossError(
+                        epoch * steps_per_epoch + error.step, error.loss
+                    ) from None
+                steps.add(steps_per_epoch)
         return float(history.history["loss"][-1])
 
     def get_config(self):

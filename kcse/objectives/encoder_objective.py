@@ -27,6 +27,8 @@ from kcse.objectives.training_data import static_batch_size
 from kcse.objectives.training_data import tensorflow_importable
 from kcse.objectives.training_data import training_dataset
 from kcse.objectives.training_data import with_batch_size
+from kcse.foundation import progress
+from kcse.foundation.training_progress import StepCounter
 from kcse.foundation.training_stops import StopOnInterrupt
 from kcse.foundation.training_stops import StopOnNonFiniteLoss
 from kcse.foundation.truncation import text_tokens
@@ -319,6 +321,10 @@ class EncoderObjective(keras_hub.models.Task):
                 rows.install()
                 context.callback(rows.uninstall)
                 callbacks = [WriteBackEmbeddingRows(rows), *callbacks]
+            if progress.is_reporting():  # A command's: its bar, not Keras'.
+                steps = context.enter_context(progress.task("training", unit="step"))
+                callbacks = [*callbacks, StepCounter(steps)]
+                kwargs["verbose"] = 0
             optimizer = getattr(self, "optimizer", None)
             if optimizer is not None and not optimizer.built:
                 # Now rather than where Keras builds it on TensorFlow: inside

@@ -2,6 +2,7 @@
 input, .npy and .jsonl output, shards, and the input read lazily."""
 
 import json
+import re
 
 import keras
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 import kcse
 from command_runs import kcse_in_process
 from kcse.commands.encode import read_texts
+from kcse.commands.main import main
 from kcse.foundation.arguments import UsageError
 
 
@@ -85,3 +87,27 @@ def test_encode_reads_its_input_lazily(tmp_path):
     (tmp_path / "texts.txt").write_bytes(b"\xef\xbb\xbfa\rb\r\n\nc")
     assert list(read_texts(tmp_path / "texts.txt", "text")) == [
         (1, "a\rb"), (2, ""), (3, "c")]
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_encode_shows_its_progress_in_a_log_unless_quiet(trained_command, monkeypatch, capsys,
+                                                         quiet):
+    """On a pipe or file (capsys is neither a terminal), progress lines go
+    to standard error; here a line every millisecond instead of 30 s."""
+    from kcse.foundation import progress
+
+    folder, _, _ = trained_command
+    monkeypatch.setattr(progress, "LINE_INTERVAL", 1e-3)
+    (folder / "progress.txt").write_text("\n".join(f"句子{i}" for i in range(300)) + "\n",
+                                         encoding="utf-8")
+    code = main(["encode", "--model", str(folder / "run" / "encoder.keras"), "--input",
+                 str(folder / "progress.txt"), "--output", str(folder / "p.npy"),
+                 "--overwrite", *["--quiet"] * quiet])
+    captured = capsys.readouterr()
+    assert code == 0 and "wrote 300 vectors" in captured.out
+    lines = [line for line in captured.err.splitlines() if "encoding" in line]
+    if quiet:
+        assert lines == []
+        return
+    assert lines and lines[-1].startswith("encoding: 300/300 sentences (100%) in "), lines
+    assert all(re.match(r"encoding: \d+/300 sentences \(\d+%\)", line) for line in lines), lines

@@ -415,3 +415,30 @@ def test_every_method_cites_its_paper_for_the_model_card(name):
     assert re.search(r"\btitle\s*=\s*[{\"]", citation), citation
     assert re.search(r"\byear\s*=\s*[{\"]?2021", citation), citation
     assert citation.count("{") == citation.count("}"), citation
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_a_recipe_labels_its_progress_by_cell_and_column(tiny_setup, monkeypatch, capsys,
+                                                         quiet):
+    """In a log (capsys is not a terminal), a line every millisecond here:
+    the raw encoding by model and task, then the cell's parts by column;
+    `--quiet`: none."""
+    from kcse.foundation import progress
+
+    tmp_path, model = tiny_setup
+    monkeypatch.setattr(progress, "LINE_INTERVAL", 1e-3)
+    assert recipe("sg_opt").main([
+        "--models", model, "--tasks", "STS-B", "--poolings", "P1", "--data-dir",
+        str(tmp_path / "data"), "--output", str(tmp_path / f"progress_{quiet}"),
+        "--sentences", "64", "--projection-dim", "32", *["--quiet"] * quiet])
+    lines = capsys.readouterr().err.splitlines()
+    shapes = sorted({re.sub(r"\d+", "N", line) for line in lines})  # For a failure's message.
+    key = "tiny_bert|P1|STS-B|su|sg_opt"
+    if quiet:
+        assert not [line for line in lines if re.search(r"(encoding|training): \d", line)]
+        return
+    assert any(re.match(r"tiny_bert STS-B, P1: encoding: \d+/\d+ sentences", line)
+               for line in lines), shapes
+    # 64 sentences in SG-OPT's batches of 16: 4 steps, in column c ("trained").
+    assert any(re.match(re.escape(key) + r"\|\w+: trained: training: 4/4 steps \(100%\), loss ",
+                        line) for line in lines), shapes

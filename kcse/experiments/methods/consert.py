@@ -277,8 +277,7 @@ class ConSERTMethod(Method):
                                pooler_activation=encoder.pooler_activation,
                                normalize=encoder.normalize)
 
-    def train(self, encoder, data, protocol, task, seed, prefix, callbacks=(),
-              verbose=0):
+    def train(self, encoder, data, protocol, task, seed, prefix, callbacks=()):
         count = 0
         supervised, _, then = self.mode.partition("-")
         if supervised != "unsup":
@@ -290,12 +289,11 @@ class ConSERTMethod(Method):
                 protocol, learning_rate=self.nli_learning_rate, epochs=1
             )
             fit(self.objective(encoder, protocol, supervised), x,
-                self.nli.labels, nli_protocol, verbose=verbose,
+                self.nli.labels, nli_protocol,
                 optimizer=self.optimizer(nli_protocol, len(self.nli)))
             count += len(self.nli)
         if supervised == "unsup" or then == "unsup":
-            count += super().train(encoder, data, protocol, task, seed, prefix,
-                                   callbacks, verbose)
+            count += super().train(encoder, data, protocol, task, seed, prefix, callbacks)
         return count
 
     def optimizer(self, protocol, samples):

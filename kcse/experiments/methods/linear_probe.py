@@ -61,11 +61,9 @@ class LinearProbeMethod(SimCSEMethod):
             pooler_activation=encoder.pooler_activation, whitening=head,
             normalize=encoder.normalize)
 
-    def train(self, encoder, data, protocol, task, seed, prefix, callbacks=(),
-              verbose=0):
+    def train(self, encoder, data, protocol, task, seed, prefix, callbacks=()):
         with frozen(encoder.backbone):
-            return super().train(encoder, data, protocol, task, seed, prefix,
-                                 callbacks, verbose)
+            return super().train(encoder, data, protocol, task, seed, prefix, callbacks)
 
 
 @contextlib.contextmanager

@@ -185,15 +185,11 @@ class Method:
         sentences = training_sentences(data, protocol, task, seed)
         return [prefix + s for s in sentences], None
 
-    def train(self, encoder, data, protocol, task, seed, prefix, callbacks=(),
-              verbose=0):
-        """Trains `encoder` in place; returns the number of training samples.
-
-        `verbose` is `fit`'s (0 silent, "auto" a progress bar).
-        """
+    def train(self, encoder, data, protocol, task, seed, prefix, callbacks=()):
+        """Trains `encoder` in place; returns the number of training samples."""
         x, y = self.training_data(data, protocol, task, seed, prefix)
         samples = len(x[0]) if isinstance(x, tuple) else len(x)
-        fit(self.objective(encoder, protocol), x, y, protocol, callbacks, verbose,
+        fit(self.objective(encoder, protocol), x, y, protocol, callbacks,
             self.optimizer(protocol, samples))
         return samples
 
@@ -207,9 +203,10 @@ class Method:
         return {"method": self.name}
 
 
-def fit(objective, x, y, protocol, callbacks=(), verbose=0, optimizer=None):
+def fit(objective, x, y, protocol, callbacks=(), optimizer=None):
     """Compiles `objective` with `optimizer` (default: the protocol's Adam)
-    and fits it for the protocol's epochs and batch size."""
+    and fits it for the protocol's epochs and batch size, without Keras'
+    bar (a command's progress: `kcse.foundation.progress`)."""
     import keras
 
     objective.compile(optimizer=optimizer or keras.optimizers.Adam(protocol.learning_rate))
@@ -219,7 +216,7 @@ def fit(objective, x, y, protocol, callbacks=(), verbose=0, optimizer=None):
         batch_size=protocol.batch_size,
         epochs=protocol.epochs,
         callbacks=list(callbacks),
-        verbose=verbose,
+        verbose=0,
     )
 
 
