@@ -165,7 +165,8 @@ def run_comparison(args, method=None, log=print, raw_cache=None):
     log(text_table([store.cells[key] for key in keys]))
     if getattr(args, "show_published", False) and not multilingual:
         log(published_reference(args.tasks))
-    log(f"wrote {store.json_path}, {store.markdown_path} and {store.su_table_path} "
+    log(f"wrote {store.json_path}, {store.markdown_path}, {store.su_table_path} "
+        f"and {store.report_path} "
         f"({time.time() - start:.0f} s)")
     return store, keys
 

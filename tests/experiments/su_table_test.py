@@ -71,4 +71,5 @@ def test_su_table_is_written_beside_results_md(tmp_path):
     assert text == su_markdown(store.cells)
     assert "| BERT-P1 | 62.50 / 64.50 / 66.50 |" in text
     assert sorted(path.name for path in tmp_path.iterdir()) == [
-        ".results.json.lock", "results.json", "results.md", "su_table.md"]  # No temporaries.
+        ".results.json.lock", "report.html", "results.json", "results.md",
+        "su_table.md"]  # No temporaries.
