@@ -27,13 +27,13 @@ class Report(html.parser.HTMLParser):
     """What a test reads of report.html: each table cell of ours (`entries`:
     `{(key, split): {"ours", "su": text, "ours_class", "su_class"}}`),
     every tag, every attribute naming something to load or follow, the
-    images' sources and the ids."""
+    images' sources, the ids and the h3 headings (splits, Plots)."""
 
     def __init__(self, text):
         super().__init__()
         self.entries, self.tags, self.references = {}, set(), []
-        self.images, self.ids = [], set()
-        self._entry = self._part = None
+        self.images, self.ids, self.headings = [], set(), []
+        self._entry = self._part = self._heading = None
         self.feed(text)
         self.close()
 
@@ -46,6 +46,8 @@ class Report(html.parser.HTMLParser):
             self.ids.add(attrs["id"])
         if tag == "img":
             self.images.append(attrs["src"])
+        if tag == "h3":
+            self._heading = ""
         if tag == "td" and "data-cell" in attrs:
             self._entry = self.entries.setdefault(
                 (attrs["data-cell"], attrs["data-split"]),
@@ -62,10 +64,15 @@ class Report(html.parser.HTMLParser):
             self._entry = None
         elif tag == "div":
             self._part = None
+        elif tag == "h3":
+            self.headings.append(self._heading)
+            self._heading = None
 
     def handle_data(self, data):
         if self._part is not None:
             self._entry[self._part] += data
+        if self._heading is not None:
+            self._heading += data
 
 
 def expected(cell, split):
@@ -157,6 +164,8 @@ def test_report_shows_every_cell_with_su_colours_published_cells_and_plots(tmp_p
     assert all(reference.startswith(("data:image/png;base64,", "#"))
                for reference in report.references)
     assert not report.tags & {"link", "script", "iframe", "object", "embed"}
+    # The table of the reported split, where c is, first; then eval.py's order.
+    assert report.headings[:5] == ["test", "train", "valid", "avg", "w-avg"]
     assert "url(" not in text and "@import" not in text
 
 

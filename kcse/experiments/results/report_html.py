@@ -5,7 +5,8 @@ sections and tables of su_table.md (`tables.su_sections`: a row per
 model-pooling, a column per task, a table per split), each entry `a / b /
 c` with c coloured by Su's rule (green where c beats b, BERT-whitening;
 red where not), Su's published a / b / c under ours in the same cell
-where the model is his release, and each cell's plots (`plot_files`,
+where the model is his release, the table of the reported split (test)
+first, and each cell's plots (`plot_files`,
 written with `--plot`) embedded as PNG data URIs under its section's
 tables. The store rewrites it with results.md, from the same cells.
 """
@@ -88,7 +89,9 @@ def _section(section, keys, directory):
              f"{html.escape(section.protocol)}, settings {section.label} "
              f"(<code>{section.settings_id}</code>)</h2>",
              f"<p>{html.escape(settings_text(shown[0][1]['settings']))}</p>"]
-    for split in section.splits:
+    # The table of the reported split (test), where c is, first.
+    reported = {cell["reported_split"] for _, cell in shown}
+    for split in sorted(section.splits, key=lambda split: split not in reported):
         lines += [f"<h3>{html.escape(split)}</h3>", "<table>",
                   "<tr>" + "".join(f"<th>{html.escape(text)}</th>" for text in (
                       f"{section.heading} ({split})", *section.tasks)) + "</tr>"]
