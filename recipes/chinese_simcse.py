@@ -19,10 +19,12 @@ column c scored on the test split, to fit 20 minutes on 2 CPU cores.
 
 Protocols: `su` (Su's: sentences of all splits train SimCSE and give the
 whitening statistics) and `clean` (train split only; best step on valid).
-Results: `<output>/results.json`, `results.md` (a row per cell) and
+Results: `<output>/results.json`, `results.md` (a row per cell),
 `su_table.md` (Su's layout: a row per model-pooling, a column per task, a
 table per split and their averages, as bojone/SimCSE's eval.py prints
-them); finished cells are skipped when rerun. `--mteb-output DIR` also
+them) and `report.html` (that layout in one self-contained page: c green
+where it beats b, red where not, Su's published cells beside ours, the
+plots of `--plot` embedded); finished cells are skipped when rerun. `--mteb-output DIR` also
 writes the cells as MTEB result files (a model per column). `--postprocess
 whitening,trained-whitening` adds c+w: column c's encoder whitened on its
 own vectors; `all-but-the-top` adds Mu & Viswanath's post-processing

@@ -41,6 +41,7 @@ from kcse.foundation import atomic_files
 from kcse.experiments.results.store import ResultStore
 from kcse.experiments.results.store import SCHEMA
 from kcse.experiments.results import tables
+from kcse.experiments.results.report_html import report_html
 from kill_writer import new_encoder
 from results_cells import CELLS
 from results_cells import grid_cell
@@ -265,18 +266,20 @@ def test_a_killed_results_write_leaves_the_old_or_the_new_results(tmp_path, resu
         atomic_files.write_json(folder / "results.json", {"schema": SCHEMA, "cells": start})
         atomic_files.write_text(folder / "results.md", tables.markdown(start))
         atomic_files.write_text(folder / "su_table.md", tables.su_markdown(start))
+        atomic_files.write_text(folder / "report.html", report_html(start, folder))
         left = results_writers.kill_while_writing(
             ["results", folder, progress], folder, ".results.json.*.tmp.json", delay)
         # The lock file stays beside results.json (ResultStore's docstring).
         assert_only_the_files_and_temporaries(
-            folder, ["results.json", "results.md", "su_table.md", ".results.json.lock"],
+            folder, ["results.json", "results.md", "su_table.md", "report.html",
+                     ".results.json.lock"],
             ".*.tmp.*")
         text = (folder / "results.json").read_text(encoding="utf-8")
         json.loads(text, parse_constant=reject_constant)
         cells = ResultStore(folder).cells
-        # The writer reports a write once the three files are in place: the
-        # kill leaves that write or the next one, whose results.md and
-        # su_table.md may still be the ones before.
+        # The writer reports a write once the four files are in place: the
+        # kill leaves that write or the next one, whose results.md,
+        # su_table.md and report.html may still be the ones before.
         reached = progress_of(progress)
         stored = next((n for n in (reached, reached + 1) if cells == version(n)), None)
         assert stored is not None, f"killed after {delay} s: neither write {reached} nor the next"
@@ -285,6 +288,9 @@ def test_a_killed_results_write_leaves_the_old_or_the_new_results(tmp_path, resu
         su_table = (folder / "su_table.md").read_text(encoding="utf-8")
         assert su_table in {tables.su_markdown(version(n))
                             for n in (stored, max(stored - 1, 0))}
+        report = (folder / "report.html").read_text(encoding="utf-8")
+        assert report in {report_html(version(n), folder)
+                          for n in (stored, max(stored - 1, 0))}
         return delay, stored, left
 
     kill_at_every_moment(kill_once, "delay, write found, results.json temporaries left (bytes)")

@@ -64,3 +64,27 @@ def grid_cell(index, counter):
     }
     key = cell_key(model, pooling, task, "su", method, identity)
     return key, record
+
+
+# The pairs of each split of `made_up`'s cells.
+SPLIT_PAIRS = {"train": 1000, "valid": 200, "test": 300}
+
+
+def made_up(index, pooling, task, base, trained=("test",), **fields):
+    """`{key: record}` of a done SimCSE cell of BERT (Su's release: his
+    published cell beside it) on every split, c on `trained` (None: no c);
+    `fields` replace the cell's."""
+    _, cell = grid_cell(0, index)
+    scores = {split: {"spearman": base + i * 1.25, "pearson": base, "n": n}
+              for i, (split, n) in enumerate(SPLIT_PAIRS.items())}
+    cell |= {"model": "BERT", "pooling": pooling, "task": task, "method": "simcse",
+             "status": DONE, "error": None, "raw": scores,
+             "whitening": {split: dict(entry, spearman=entry["spearman"] + 2)
+                           for split, entry in scores.items()},
+             "trained": None if trained is None else {
+                 split: dict(scores[split], spearman=scores[split]["spearman"] + 4)
+                 for split in trained},
+             "published": [16.59, 20.61, 33.14]}
+    cell["model_source"] = dict(cell["model_source"], source="/models/BERT")
+    cell |= fields
+    return {f"BERT|{pooling}|{task}|{cell['protocol']}|{cell['method']}|{index:016x}": cell}

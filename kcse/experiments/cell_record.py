@@ -57,14 +57,19 @@ def cell_columns(cell):
 
 
 def split_text(scores, split):
-    """The Spearman of `scores` (`{split: {"spearman", "n", ...}}`) on
-    `split`, or on `"avg"`, `"w-avg"` (`split_average`), as printed; `-`
+    """The Spearman of `scores` on `split` (`split_value`) as printed; `-`
     where there is no such number."""
-    if split in AVERAGES:
-        value = split_average(scores, AVERAGES[split])
-    else:
-        value = scores[split]["spearman"] if split in scores else None
+    value = split_value(scores, split)
     return "-" if value is None else number(value)
+
+
+def split_value(scores, split):
+    """The Spearman of `scores` (`{split: {"spearman", "n", ...}}`) on
+    `split`, or on `"avg"`, `"w-avg"` (`split_average`); None where there
+    is no such number."""
+    if split in AVERAGES:
+        return split_average(scores, AVERAGES[split])
+    return scores[split]["spearman"] if split in scores else None
 
 
 def split_average(scores, weighted=False):

@@ -27,6 +27,7 @@ from kcse.experiments.published import published_reference
 from kcse.experiments.columns import chosen_columns
 from kcse.experiments.results.tables import CHINESE_TITLE
 from kcse.experiments.cell_record import FAILED
+from kcse.experiments.results import plot_files
 from kcse.experiments.results.store import ResultStore
 from kcse.experiments.results.tables import text_table
 from kcse.layers.pooling_rules import SU_POOLINGS
@@ -154,7 +155,7 @@ def run_comparison(args, method=None, log=print, raw_cache=None):
             specs, args.poolings, args.tasks, lambda task, split: data[task][split],
             protocol, method=method, seed=args.seed, seeds=args.seeds,
             columns=chosen_columns(args), strategy=strategy,
-            plot_dir=args.output / "plots" if args.plot else None,
+            plot_dir=args.output / plot_files.FOLDER if args.plot else None,
             raw_cache=raw_cache, train_file=train_file,
         ), store, log=log)
     except model_sources.SequenceLengthError as error:
@@ -164,7 +165,8 @@ def run_comparison(args, method=None, log=print, raw_cache=None):
     log(text_table([store.cells[key] for key in keys]))
     if getattr(args, "show_published", False) and not multilingual:
         log(published_reference(args.tasks))
-    log(f"wrote {store.json_path}, {store.markdown_path} and {store.su_table_path} "
+    log(f"wrote {store.json_path}, {store.markdown_path}, {store.su_table_path} "
+        f"and {store.report_path} "
         f"({time.time() - start:.0f} s)")
     return store, keys
 

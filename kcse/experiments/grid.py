@@ -27,6 +27,7 @@ from kcse.experiments.results.identity import cell_key
 from kcse.experiments.results.identity import run_settings
 from kcse.experiments.results.identity import setting_differences
 from kcse.experiments.results.identity import settings_id
+from kcse.experiments.results.plot_files import plot_name
 from kcse.layers.pooling_rules import missing_pooler
 from kcse.layers.pooling_rules import unavailable_pooling
 from kcse.layers.sentence_pooling import resolve_pooling
@@ -339,13 +340,6 @@ def close_snapshots(loaded):
     """Deletes the weight snapshots of `loaded` `(backbone, preprocessor, snapshot)`s."""
     for _, _, snapshot in loaded.values():
         snapshot.close()
-
-
-def plot_name(key):
-    """A file name for a cell's plot: its key, made safe for file systems."""
-    name, pooling, task, _, method, digest = key.split("|")
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
-    return f"{safe}_{pooling}_{task}_{method}_{digest[:8]}.png"
 
 
 def report_other_settings(store, cells, settings, log):

@@ -1,3 +1,4 @@
+import base64
 import contextlib
 import io
 import json
@@ -108,11 +109,15 @@ def test_smoke_results_schema_and_resume(default_grid, capsys):
 def test_plot_writes_a_png_per_cell(default_grid):
     matplotlib_image = pytest.importorskip("matplotlib.image")
     tmp_path = default_grid[0]
+    report = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     for pooling in ("P1", "P4"):
         plots = list((tmp_path / "out" / "plots").glob(f"tiny_bert_{pooling}_STS-B_simcse_*.png"))
         assert len(plots) == 1
         image = matplotlib_image.imread(plots[0])
         assert image.shape[0] > 300 and image.shape[1] > 600
+        # report.html, written after the cell's plot, embeds it.
+        encoded = base64.b64encode(plots[0].read_bytes()).decode("ascii")
+        assert f"data:image/png;base64,{encoded}" in report
     assert not list((tmp_path / "out" / "plots").glob(".*"))  # No temporaries.
 
 

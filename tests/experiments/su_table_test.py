@@ -1,36 +1,14 @@
 """su_table.md: the cells of a grid in the layout of Su's published table,
 one table per split and bojone/SimCSE eval.py's avg and w-avg, on made-up
-cells (`results_cells.grid_cell`)."""
+cells (`results_cells.made_up`)."""
 
 import numpy as np
 
-from kcse.experiments.cell_record import DONE
 from kcse.experiments.cell_record import FAILED
 from kcse.experiments.results.store import ResultStore
 from kcse.experiments.results.tables import su_markdown
-from results_cells import grid_cell
-
-SPLIT_PAIRS = {"train": 1000, "valid": 200, "test": 300}
-
-
-def made_up(index, pooling, task, base, trained=("test",), **fields):
-    """A done SimCSE cell of BERT (Su's release: his published cell beside
-    it) on every split, c on `trained` (None: no c); `fields` replace the
-    cell's."""
-    _, cell = grid_cell(0, index)
-    scores = {split: {"spearman": base + i * 1.25, "pearson": base, "n": n}
-              for i, (split, n) in enumerate(SPLIT_PAIRS.items())}
-    cell |= {"model": "BERT", "pooling": pooling, "task": task, "method": "simcse",
-             "status": DONE, "error": None, "raw": scores,
-             "whitening": {split: dict(entry, spearman=entry["spearman"] + 2)
-                           for split, entry in scores.items()},
-             "trained": None if trained is None else {
-                 split: dict(scores[split], spearman=scores[split]["spearman"] + 4)
-                 for split in trained},
-             "published": [16.59, 20.61, 33.14]}
-    cell["model_source"] = dict(cell["model_source"], source="/models/BERT")
-    return {f"BERT|{pooling}|{task}|{index}": cell | fields}
-
+from results_cells import SPLIT_PAIRS
+from results_cells import made_up
 
 def table(text, section, split):
     """`{row: [entries]}` of the table of `split` in `section` (its heading's
@@ -93,4 +71,5 @@ def test_su_table_is_written_beside_results_md(tmp_path):
     assert text == su_markdown(store.cells)
     assert "| BERT-P1 | 62.50 / 64.50 / 66.50 |" in text
     assert sorted(path.name for path in tmp_path.iterdir()) == [
-        ".results.json.lock", "results.json", "results.md", "su_table.md"]  # No temporaries.
+        ".results.json.lock", "report.html", "results.json", "results.md",
+        "su_table.md"]  # No temporaries.

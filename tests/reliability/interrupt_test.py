@@ -203,5 +203,5 @@ def test_recipe_keeps_the_cells_it_finished(tmp_path, shared_data):
     stored = ResultStore(folder).cells
     assert len(stored) == 1 and all(map(is_finished, stored.values()))
     assert sorted(path.name for path in folder.iterdir()) == [
-        ".results.json.claims", ".results.json.lock", "results.json", "results.md",
-        "su_table.md"]
+        ".results.json.claims", ".results.json.lock", "report.html", "results.json",
+        "results.md", "su_table.md"]

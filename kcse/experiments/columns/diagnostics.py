@@ -79,9 +79,10 @@ class DiagnosticsColumn(Column):
                                           cell.spec.prefix)
         if cell.plot_path is not None:
             from kcse.experiments.plots import plot_diagnostics
+            from kcse.experiments.results.plot_files import diagnostics_path
             from kcse.foundation import atomic_files
 
-            path = cell.plot_path.with_name(cell.plot_path.stem + "_diagnostics.png")
+            path = diagnostics_path(cell.plot_path)
             with atomic_files.replacing(path) as temporary:
                 plot_diagnostics(temporary, reports, cell.spec.name, cell.pooling,
                                  cell.task, cell.method.title)

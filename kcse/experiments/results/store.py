@@ -1,8 +1,8 @@
 """results.json of a comparison grid, resumable cell by cell, shared by runs.
 
 The store keeps every cell under its identity (`identity.cell_key`) and
-rewrites results.json, results.md and su_table.md (`tables`) atomically,
-under a lock, after each cell.
+rewrites results.json, results.md, su_table.md (`tables`) and report.html
+(`report_html`) atomically, under a lock, after each cell.
 """
 
 import contextlib
@@ -15,6 +15,7 @@ from kcse import distribution
 from kcse.foundation import file_locks
 from kcse.foundation.digests import content_digest
 from kcse.experiments.cell_record import DONE
+from kcse.experiments.results.report_html import report_html
 from kcse.experiments.results.tables import CHINESE_TITLE
 from kcse.experiments.results.tables import markdown
 from kcse.experiments.results.tables import su_markdown
@@ -77,16 +78,18 @@ class ResultStore:
                         "backend", "git_commit", "date"}}}}
     ```
 
-    Spearman and Pearson are ×100. `results.md` and `su_table.md` (the
-    cells in Su's layout: `su_markdown`) are written beside it. All three
-    files are replaced atomically: a reader never sees a partial file. A
+    Spearman and Pearson are ×100. `results.md`, `su_table.md` (the
+    cells in Su's layout: `su_markdown`) and `report.html` (the same
+    layout with Su's colours and the cells' plots: `report_html`) are
+    written beside it. All four files are replaced atomically: a reader
+    never sees a partial file. A
     results.json that is not valid JSON or not of this schema raises
     `ResultsFileError` and is never overwritten.
 
     Any number of runs may share one results folder (two recipe processes
     with one `--output`, on two GPUs say). Every `add` holds an exclusive
     lock (`flock` on `.results.json.lock`, a file kept beside results.json)
-    while it reads the cells on disk, adds its own and rewrites both
+    while it reads the cells on disk, adds its own and rewrites the
     files: no run drops another's cells. A run computes a cell only after
     claiming it (`claim`): a cell another live run is computing, or has
     finished since, is left to that run. Claims are `flock`s too, so a run
@@ -101,6 +104,7 @@ class ResultStore:
         self.json_path = self.directory / "results.json"
         self.markdown_path = self.directory / "results.md"
         self.su_table_path = self.directory / "su_table.md"
+        self.report_path = self.directory / "report.html"
         self.lock_path = self.directory / ".results.json.lock"
         self.claims_path = self.directory / ".results.json.claims"
         self.cells = {}
@@ -158,7 +162,7 @@ class ResultStore:
             file_locks.release(claim, self.claims_path / content_digest(key))
 
     def add(self, key, record):
-        """Stores one cell and rewrites the three files atomically.
+        """Stores one cell and rewrites the four files atomically.
 
         Under the folder's lock: the cells on disk are read again and this
         cell added to them, so cells other runs added are kept. In a
@@ -174,6 +178,8 @@ class ResultStore:
             atomic_files.write_json(self.json_path, {"schema": SCHEMA, "cells": self.cells})
             atomic_files.write_text(self.markdown_path, markdown(self.cells, self.title))
             atomic_files.write_text(self.su_table_path, su_markdown(self.cells, self.title))
+            atomic_files.write_text(self.report_path,
+                                    report_html(self.cells, self.directory, self.title))
         self.release(key)
 
     @contextlib.contextmanager

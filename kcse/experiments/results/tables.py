@@ -5,6 +5,7 @@ these tables lay the columns out: results.md a row per cell with its
 settings and provenance, su_table.md the cells in Su Jianlin's layout.
 """
 
+import dataclasses
 import math
 import pathlib
 
@@ -82,7 +83,6 @@ def markdown(cells_by_key, title=CHINESE_TITLE):
     cells = list(cells_by_key.values())
     names = readable_names(cells)
     labels = settings_labels(cells)
-    latest = max(cells, key=lambda cell: cell["provenance"]["date"], default=None)
     lines = [
         f"# {title}",
         "",
@@ -100,12 +100,8 @@ def markdown(cells_by_key, title=CHINESE_TITLE):
         "its numerically null directions (zeroed, not scaled up: "
         "`kcse.layers.Whitening`)." + legends(cells),
     ]
-    if latest is not None:
-        origin = latest["provenance"]
-        lines += ["", f"Last cell computed {origin['date']} by kcse {origin['kcse']} "
-                  f"(git {origin['git_commit'] or 'unknown'}) with keras {origin['keras']}, "
-                  f"keras-hub {origin['keras_hub']}, tensorflow {origin['tensorflow']}, "
-                  f"backend {origin['backend']}."]
+    if cells:
+        lines += ["", latest_line(cells)]
     lines += ["", "## Models", ""]
     models = {cell["model_source"]["source"]: cell["model_source"] for cell in cells}
     lines += _markdown_table(
@@ -116,9 +112,7 @@ def markdown(cells_by_key, title=CHINESE_TITLE):
     lines += ["", "## Settings", ""]
     settings = {cell["settings_id"]: cell["settings"] for cell in cells}
     for identifier, values in settings.items():
-        text = ", ".join(f"{name} {_plain(value)}"
-                         for name, value in shown_settings(values).items())
-        lines.append(f"- **{labels[identifier]}** (`{identifier}`): {text}")
+        lines.append(f"- **{labels[identifier]}** (`{identifier}`): {settings_text(values)}")
     lines += ["", "## Results", ""]
     lines += _markdown_table(result_rows(cells))
     lines += ["", "## Provenance", ""]
@@ -130,6 +124,21 @@ def markdown(cells_by_key, title=CHINESE_TITLE):
         + [_provenance_row(cell, names, labels) for cell in cells]
     )
     return "\n".join(lines) + "\n"
+
+
+def latest_line(cells):
+    """When, and by what, the latest of `cells` (not empty) was computed."""
+    origin = max(cells, key=lambda cell: cell["provenance"]["date"])["provenance"]
+    return (f"Last cell computed {origin['date']} by kcse {origin['kcse']} "
+            f"(git {origin['git_commit'] or 'unknown'}) with keras {origin['keras']}, "
+            f"keras-hub {origin['keras_hub']}, tensorflow {origin['tensorflow']}, "
+            f"backend {origin['backend']}.")
+
+
+def settings_text(settings):
+    """A cell's settings in words: `name value, ...` (`shown_settings`)."""
+    return ", ".join(f"{name} {_plain(value)}"
+                     for name, value in shown_settings(settings).items())
 
 
 def su_markdown(cells_by_key, title=CHINESE_TITLE):
@@ -165,21 +174,57 @@ def su_markdown(cells_by_key, title=CHINESE_TITLE):
         "split) under ours, where the model is his release. Every cell's "
         "settings, versions and provenance: results.md." + legends(cells),
     ]
+    for section in su_sections(cells):
+        lines += ["", f"## {section.method}, protocol {section.protocol}, settings "
+                  f"{section.label} (`{section.settings_id}`)"]
+        lines += _su_section(section)
+    return "\n".join(lines) + "\n"
+
+
+@dataclasses.dataclass
+class SuSection:
+    """The cells of one method, protocol and settings in Su's layout.
+
+    `rows`: `(name, cells)` per model-pooling (`BERT-P1`), the cell of each
+    task of `tasks` or None; `columns`: the columns of each entry (`a / b /
+    c`, `/ c+w` when asked for); `splits`: a table each, the averages
+    (`AVERAGES`) last where a cell was scored on all three splits.
+    """
+
+    method: str
+    protocol: str
+    label: str
+    settings_id: str
+    tasks: list
+    rows: list
+    columns: list
+    splits: list
+
+    @property
+    def heading(self):
+        """The entries' labels: `a / b / c`."""
+        return " / ".join(column.label for column in self.columns)
+
+    def entry(self, cell, split):
+        """`cell`'s entry on `split`, as su_table.md prints it."""
+        return " / ".join(column.text(cell, split) for column in self.columns)
+
+
+def su_sections(cells):
+    """`SuSection`s of `cells` (a list): one per method, protocol and
+    settings (labelled as in results.md), in order of first appearance."""
     names = readable_names(cells)
     labels = settings_labels(cells)
     sections = {}
     for cell in cells:
         place = (cell["method"], cell["protocol"], cell["settings_id"])
         sections.setdefault(place, []).append(cell)
-    for (method, protocol, identifier), group in sections.items():
-        lines += ["", f"## {method}, protocol {protocol}, settings "
-                  f"{labels[identifier]} (`{identifier}`)"]
-        lines += _su_section(group, names)
-    return "\n".join(lines) + "\n"
+    return [_su_layout(group, names, method, protocol, labels[identifier], identifier)
+            for (method, protocol, identifier), group in sections.items()]
 
 
-def _su_section(cells, names):
-    """The tables of one method, protocol and settings in Su's layout."""
+def _su_layout(cells, names, method, protocol, label, identifier):
+    """The `SuSection` of one method, protocol and settings."""
     tasks = list(dict.fromkeys(cell["task"] for cell in cells))
     tasks.sort(key=lambda task: CHINESE_TASKS.index(task) if task in CHINESE_TASKS
                else len(CHINESE_TASKS))
@@ -194,26 +239,36 @@ def _su_section(cells, names):
                   key=lambda row: (models.index(row[0]), row[1]))
     columns = [column for column in COLUMNS
                if column.in_su_table and any(column.field in cell for cell in cells)]
-    heading = " / ".join(column.label for column in columns)
     splits = list(dict.fromkeys(split for cell in cells for column in columns
                                 for split in (cell.get(column.field) or {})))
     splits.sort(key=lambda split: AVERAGED_SPLITS.index(split)
                 if split in AVERAGED_SPLITS else len(AVERAGED_SPLITS))
     averaged = any(split_average(cell["raw"]) is not None for cell in cells)
+    return SuSection(
+        method, protocol, label, identifier, tasks,
+        [(f"{names[source]}-{pooling}",
+          [by_place.get((source, pooling, task)) for task in tasks])
+         for source, pooling in rows],
+        columns, splits + (list(AVERAGES) if averaged else []))
+
+
+def published_text(cell):
+    """Su's published a / b / c of `cell`, as the tables print it."""
+    return " / ".join(f"{value:.2f}" for value in cell["published"])
+
+
+def _su_section(section):
+    """The markdown tables of one `SuSection`."""
     lines = []
-    for split in splits + (list(AVERAGES) if averaged else []):
-        table = [(f"{heading} ({split})", *tasks)]
-        for source, pooling in rows:
-            found = [by_place.get((source, pooling, task)) for task in tasks]
-            table.append((f"{names[source]}-{pooling}", *(
-                "" if cell is None else
-                " / ".join(column.text(cell, split) for column in columns)
-                for cell in found)))
+    for split in section.splits:
+        table = [(f"{section.heading} ({split})", *section.tasks)]
+        for name, found in section.rows:
+            table.append((name, *("" if cell is None else section.entry(cell, split)
+                                  for cell in found)))
             if any(cell is not None and cell.get("published") for cell in found):
                 table.append(("Su", *(
-                    " / ".join(f"{value:.2f}" for value in cell["published"])
-                    if cell is not None and cell.get("published") else ""
-                    for cell in found)))
+                    published_text(cell) if cell is not None and cell.get("published")
+                    else "" for cell in found)))
         lines += ["", f"### {split}", ""] + _markdown_table(table)
     return lines
 
