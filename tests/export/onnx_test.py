@@ -177,6 +177,20 @@ def test_int8_export_prints_no_warning(tmp_path, capfd, caplog):
         onnx_export.PREPROCESSING_ADVICE]
 
 
+def test_dropping_the_advice_leaves_a_bare_root_logger_bare(capsys, monkeypatch):
+    """Where the root logger has no handler (a script that configured no
+    logging), `logging.warning` would give it one for good (`basicConfig`);
+    inside the block other warnings print, as Python's last-resort handler
+    prints them, and after it the root logger has no handler still."""
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [])
+    with onnx_export.without_preprocessing_advice():
+        logging.warning(onnx_export.PREPROCESSING_ADVICE + ". Refer to example: ...")
+        logging.warning("another warning")
+    assert root.handlers == [] and root.filters == []
+    assert capsys.readouterr().err == "another warning\n"
+
+
 def test_docs_say_what_int8_quantises():
     """The module table's `model_int8.onnx` row is the one of
     docs/serving_and_export.md, and both name what is 8-bit and what is not."""
