@@ -20,7 +20,7 @@ names ONNX Runtime clients (and sentence-transformers' ONNX models) use.
 | file | what |
 |---|---|
 | `model.onnx` | float32 weights; `input_ids`, `attention_mask` (and `token_type_ids` where the tokenizer makes them: not e5's), int64 `[batch, length]` → `sentence_embedding`, float32 `[batch, dim]` |
-| `model_int8.onnx` | with `quantize="int8"`: the same graph, the dense weights int8 but the feed-forward output projections' (ONNX Runtime's dynamic quantisation) |
+| `model_int8.onnx` | with `quantize="int8"`: the same graph in 8 bits (ONNX Runtime's dynamic quantisation): the word (and segment) embedding tables uint8, the dense layers int8, but the feed-forward output projections only store int8 weights and compute in float32; the position embeddings, biases and layer norms stay float32. About a quarter of `model.onnx`'s size (e5-small, all-MiniLM-L6-v2) |
 | `tokenizer.json`, `tokenizer_config.json`, ... | the tokenizer, as in the Hugging Face folder |
 | `onnx_config.json` | the inputs, output, dimension, pooling, normalisation, maximum length, prompts and the default prompt's name |
 """
@@ -52,11 +52,13 @@ QUANTIZED_FILES = {quantization: f"model_{quantization}.onnx" for quantization i
 CONFIG_FILE = "onnx_config.json"
 # ONNX Runtime 1.16+ runs it; opset 17 has LayerNormalization.
 OPSET = 17
-# Which operators dynamic int8 quantisation rewrites: the dense layers. The
-# embedding tables (Gather) stay float32: they are looked up, not
-# multiplied, so int8 saves no time there and costs accuracy. So do the
-# feed-forward output projections (`quantize_model`).
-QUANTIZED_OPERATORS = ["MatMul"]
+# Which operators dynamic int8 quantisation rewrites: the dense layers and
+# the embedding tables, whose lookups become lookups of uint8 rows
+# (multilingual-e5-small's word embeddings are 96M of its 118M weights);
+# the feed-forward output projections only store int8 (`quantize_model`).
+QUANTIZED_OPERATORS = ["MatMul", "Gather"]
+# The start of ONNX Runtime's warning that `without_preprocessing_advice` drops.
+PREPROCESSING_ADVICE = "Please consider to run pre-processing before quantization"
 
 
 def export_onnx(encoder, path, quantize=None, normalize=None, overwrite=False):
@@ -65,10 +67,11 @@ def export_onnx(encoder, path, quantize=None, normalize=None, overwrite=False):
     Args:
         encoder: a `kcse.SentenceEncoder` with a preprocessor.
         path: the folder to write.
-        quantize: None, or `"int8"` to also write `model_int8.onnx`, the
-            dense weights (but the feed-forward output projections')
-            quantised to int8 by ONNX Runtime's `quantize_dynamic`
-            (activations quantised per batch at run time).
+        quantize: None, or `"int8"` to also write `model_int8.onnx`: the
+            dense weights int8 and the embedding tables uint8, by ONNX
+            Runtime's `quantize_dynamic` (activations quantised per batch
+            at run time), but the feed-forward output projections, which
+            store int8 weights and compute in float32 (`quantize_model`).
         normalize: L2-normalise the output (default: the encoder's own
             `normalize`; an encoder that normalises cannot export without).
         overwrite: replace an existing non-empty folder at `path`, one
@@ -305,15 +308,22 @@ def erfc_as_one_minus_erf(graph, node, name, args):
 
 
 def quantize_model(source, target, intermediate_dim):
-    """Writes `source`'s ONNX model with int8 MatMul weights to `target`.
+    """Writes `source`'s ONNX model with int8 weights to `target`.
 
-    tf2onnx writes the attention projections as `Gemm`, which ONNX
-    Runtime's dynamic quantisation leaves float32; they are rewritten as
-    `MatMul` + `Add` first (`gemm_as_matmul`), as a PyTorch export has them.
-    The feed-forward output projections (weights of `intermediate_dim`
-    rows) stay float32: quantised too, multilingual-e5-small lost 1.04
-    Spearman ×100 on the Chinese STS-B test (77.37 → 76.33) instead of 0.02
-    (77.35); speeds in docs/serving_and_export.md.
+    ONNX Runtime's `quantize_dynamic` (`QUANTIZED_OPERATORS`) makes the
+    `MatMul`s int8 (weights, and activations quantised per batch at run
+    time) and the embedding tables uint8 (`Gather` on uint8 rows, then
+    `DequantizeLinear` of the rows looked up; one scale a table). tf2onnx
+    writes the attention projections as `Gemm`, which the quantiser leaves
+    float32; they are rewritten as `MatMul` + `Add` first (`gemm_as_matmul`),
+    as a PyTorch export has them. The feed-forward output projections
+    (weights of `intermediate_dim` rows) keep float32 arithmetic but store
+    their weights as int8 (`int8_weights_only`): with their activations
+    quantised too, multilingual-e5-small lost 0.88 Spearman ×100 on the
+    Chinese STS-B test (77.37 → 76.49) instead of 0.15; stored float32 they
+    were 14 MB of all-MiniLM-L6-v2's 34 MB int8 file. Figures in
+    docs/serving_and_export.md. A float16 encoder's tables and feed-forward
+    output projections stay float16.
     """
     import onnx
     from onnxruntime.quantization import QuantType
@@ -321,16 +331,23 @@ def quantize_model(source, target, intermediate_dim):
 
     model = onnx.load(str(source))
     gemm_as_matmul(model.graph)
+    weights = {tensor.name: tuple(tensor.dims) for tensor in model.graph.initializer}
+    float32 = {tensor.name for tensor in model.graph.initializer
+               if tensor.data_type == onnx.TensorProto.FLOAT}
+    float_layers = [node for node in model.graph.node if node.op_type == "MatMul"
+                    and weights.get(node.input[1], (None,))[0] == intermediate_dim]
+    # A float16 table stays float16: opset 17's DequantizeLinear takes no
+    # float16 scale.
+    float16_tables = [node for node in model.graph.node if node.op_type == "Gather"
+                      and node.input[0] in weights and node.input[0] not in float32]
     rewritten = pathlib.Path(target).with_suffix(".matmul.onnx")
     onnx.save(model, str(rewritten))
-    weights = {tensor.name: tuple(tensor.dims) for tensor in model.graph.initializer}
-    float_layers = [node.name for node in model.graph.node if node.op_type == "MatMul"
-                    and weights.get(node.input[1], (None,))[0] == intermediate_dim]
-    with quiet_root_logger():  # "Please consider to run pre-processing ..."
+    with without_preprocessing_advice():
         try:
             quantize_dynamic(str(rewritten), str(target), weight_type=QuantType.QInt8,
                              op_types_to_quantize=QUANTIZED_OPERATORS,
-                             nodes_to_exclude=float_layers)
+                             nodes_to_exclude=[node.name for node in
+                                               float_layers + float16_tables])
         except Exception as error:
             # A short file read back: its shape-inferred copy of the model,
             # or the int8 model (larger than float32's for tiny models).
@@ -339,6 +356,44 @@ def quantize_model(source, target, intermediate_dim):
                 f"ONNX Runtime could not quantise {pathlib.Path(source).name} to "
                 f"{pathlib.Path(target).name}: {type(error).__name__}: {error}") from error
     rewritten.unlink()
+    # After the quantiser, which refuses a model holding DequantizeLinear.
+    quantized = onnx.load(str(target))
+    int8_weights_only(quantized.graph, [node.input[1] for node in float_layers
+                                        if node.input[1] in float32])
+    onnx.save(quantized, str(target))
+
+
+def int8_weights_only(graph, names):
+    """Stores each float32 initializer of `names` (`[in, out]` MatMul
+    weights) as int8 with one scale an output column, in place: a
+    `DequantizeLinear` node computes the float32 weights under the old name,
+    so the nodes that read them (and their arithmetic) stay as they were.
+    Symmetric: the scale is the column's largest |weight| / 127."""
+    from onnx import helper
+    from onnx import numpy_helper
+
+    names = set(names)
+    initializers = []
+    dequantized = []
+    for tensor in graph.initializer:
+        if tensor.name not in names:
+            initializers.append(tensor)
+            continue
+        values = numpy_helper.to_array(tensor)
+        scale = np.abs(values).max(axis=0) / 127
+        scale[scale == 0] = 1  # An all-zero column: zeros whatever the scale.
+        quantized = np.round(values / scale).astype(np.int8)
+        initializers += [numpy_helper.from_array(quantized, f"{tensor.name}_int8"),
+                         numpy_helper.from_array(scale.astype(np.float32),
+                                                 f"{tensor.name}_int8_scale")]
+        dequantized.append(helper.make_node(
+            "DequantizeLinear", [f"{tensor.name}_int8", f"{tensor.name}_int8_scale"],
+            [tensor.name], name=f"{tensor.name}_dequantize", axis=1))
+    del graph.initializer[:]
+    graph.initializer.extend(initializers)
+    nodes = dequantized + list(graph.node)
+    del graph.node[:]
+    graph.node.extend(nodes)
 
 
 def check_room_for(path, size):
@@ -362,16 +417,33 @@ def check_room_for(path, size):
 
 
 @contextlib.contextmanager
-def quiet_root_logger():
-    """Keeps the root logger's warnings (ONNX Runtime's quantiser logs
-    advice there) off the terminal inside the block."""
-    logger = logging.getLogger()
-    level = logger.level
-    logger.setLevel(logging.ERROR)
+def without_preprocessing_advice():
+    """Inside the block, the root logger drops ONNX Runtime's advice to run
+    its pre-processing before quantising (`PREPROCESSING_ADVICE`, logged on
+    every `quantize_dynamic` of a model without it); other messages pass.
+
+    The pre-processing (`quant_pre_process`: shape inference and graph
+    optimisation for static quantisation) changes nothing that dynamic
+    quantisation does here. `logging.warning` gives the root logger a
+    handler when it has none (`basicConfig`); a root without handlers gets
+    Python's last-resort one for the block instead, so that the block
+    leaves logging as it was and other warnings still print.
+    """
+    root = logging.getLogger()
+    stand_in = [] if root.handlers else [logging.lastResort]
+
+    def not_advice(record):
+        return not record.getMessage().startswith(PREPROCESSING_ADVICE)
+
+    root.addFilter(not_advice)
+    for handler in stand_in:
+        root.addHandler(handler)
     try:
         yield
     finally:
-        logger.setLevel(level)
+        for handler in stand_in:
+            root.removeHandler(handler)
+        root.removeFilter(not_advice)
 
 
 def gemm_as_matmul(graph):
