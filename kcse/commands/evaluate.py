@@ -28,7 +28,9 @@ def add_parser(subparsers):
         "prints the English table of the SimCSE and ConSERT papers.",
     )
     add_model_arguments(evaluate, DEFAULT_POOLING["kcse evaluate"])
-    evaluate.add_argument("--data", type=pathlib.Path, nargs="+")
+    evaluate.add_argument("--data", type=pathlib.Path, nargs="+",
+                          help="labelled pair files to score, a table row each, "
+                          "labelled by file name")
     evaluate.add_argument("--suite", choices=(english_sts.SUITE,),
                           help="instead of --data: STS12-16 (each year's sub-corpora "
                           "pooled, one Spearman: SentEval's 'all', as "
@@ -41,7 +43,8 @@ def add_parser(subparsers):
                           "stsb_multi_mt/stsb-en-test.csv (laid out as ../shared/data)")
     evaluate.add_argument("--markdown", type=pathlib.Path,
                           help="--suite english-sts: also write the table here")
-    evaluate.add_argument("--batch-size", type=arguments.positive_integer, default=64)
+    evaluate.add_argument("--batch-size", type=arguments.positive_integer, default=64,
+                          help="sentences encoded at a time")
     evaluate.add_argument("--json", type=pathlib.Path, help="also write the table here")
     evaluate.add_argument("--mteb-output", type=pathlib.Path, metavar="DIR",
                           help="--data files of C-MTEB's STS tasks (Su's <TASK>.<valid|"
