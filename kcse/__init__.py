@@ -5,9 +5,12 @@ first use, so that `import kcse` (and the `kcse` command's `--help` and
 argument checks) does not import Keras or TensorFlow. Keras finds kcse's
 classes when it loads a `.keras` file because kcse registers them as soon
 as Keras is imported: `import kcse; keras.saving.load_model("encoder.keras")`
-works in either import order. `import kcse` also points transformers (which
-sentence-transformers and mteb load) at torch where tf-keras is not
-installed and `USE_TF` is unset (`kcse.foundation.transformers_backend`).
+works in either import order. The first public name that imports
+TensorFlow (`kcse.SentenceEncoder`) starts it without its start-up lines,
+at the user's `TF_CPP_MIN_LOG_LEVEL` (`kcse.foundation.keras_start`).
+`import kcse` also points transformers (which sentence-transformers and
+mteb load) at torch where tf-keras is not installed and `USE_TF` is unset
+(`kcse.foundation.transformers_backend`).
 """
 
 import importlib

@@ -223,14 +223,18 @@ def exports(package):
     A package's `__init__` declares its public API with
     `__all__, __getattr__, __dir__ = exports(__name__)` (PEP 562): nothing
     is imported until a name is used, and a name once used is an attribute
-    of the package.
+    of the package. A name whose import starts TensorFlow starts it without
+    its start-up lines (`kcse.foundation.keras_start.quiet_start`).
     """
     names = exported_by(package)
 
     def __getattr__(name):
         if name not in names:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        module = importlib.import_module(names[name])
+        from kcse.foundation.keras_start import quiet_start
+
+        with quiet_start():  # The first name that imports TensorFlow starts it quietly.
+            module = importlib.import_module(names[name])
         value = module if names[name] == f"{package}.{name}" else getattr(module, name)
         setattr(sys.modules[package], name, value)
         return value

@@ -17,7 +17,6 @@ papers' English table with `kcse evaluate --suite english-sts --model
 OUTPUT/encoder.keras --data-dir ../shared/data`.
 """
 
-import argparse
 import pathlib
 import random
 import sys
@@ -33,6 +32,7 @@ def parse_args(argv=None):
     from kcse.data.english import STSB_MULTI_MT_LANGUAGES
     from kcse.layers.pooling_rules import DEFAULT_POOLING
     from kcse.layers.pooling_rules import POOLING_NAMES as POOLINGS
+    from kcse.experiments.command_line import NEGATIVES_HELP
     from kcse.experiments.command_line import SMALLEST_BATCH
     from kcse.experiments.command_line import add_speed_arguments
     from kcse.experiments.command_line import add_output_arguments
@@ -40,10 +40,7 @@ def parse_args(argv=None):
     from kcse.experiments.command_line import check_train_file
     from kcse.models.model_sources import check_model
 
-    parser = arguments.Parser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
+    parser = arguments.Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--model",
         default=None,
@@ -51,7 +48,8 @@ def parse_args(argv=None):
         "all-MiniLM-L6-v2)",
     )
     parser.add_argument(
-        "--data-dir", type=pathlib.Path, default=REPO.parent / "shared" / "data"
+        "--data-dir", type=pathlib.Path, default=REPO.parent / "shared" / "data",
+        help="folder holding stsb_multi_mt/stsb-<language>-{train,dev,test}.csv"
     )
     parser.add_argument("--language", choices=STSB_MULTI_MT_LANGUAGES, default="en",
                         help="stsb-multi-mt language")
@@ -63,15 +61,21 @@ def parse_args(argv=None):
                         "train.py --train_file wiki1m_for_simcse.txt, instead of the "
                         "distinct sentences of STS-B train")
     parser.add_argument("--batch-size", type=arguments.integer(minimum=SMALLEST_BATCH),
-                        default=64)
-    parser.add_argument("--learning-rate", type=arguments.positive_number, default=3e-5)
-    parser.add_argument("--epochs", type=arguments.positive_integer, default=1)
+                        default=64, help="sentences per batch (in-batch negatives)")
+    parser.add_argument("--learning-rate", type=arguments.positive_number, default=3e-5,
+                        help="the optimizer's learning rate")
+    parser.add_argument("--epochs", type=arguments.positive_integer, default=1,
+                        help="passes over the training sentences")
     parser.add_argument("--pooling", choices=POOLINGS,
-                        default=DEFAULT_POOLING["recipes/english_simcse.py"])
-    parser.add_argument("--max-length", type=arguments.sequence_length, default=64)
-    parser.add_argument("--temperature", type=arguments.positive_number, default=0.05)
+                        default=DEFAULT_POOLING["recipes/english_simcse.py"],
+                        help="the sentence vector's pooling, trained and scored")
+    parser.add_argument("--max-length", type=arguments.sequence_length, default=64,
+                        help="tokens a sentence is cut to")
+    parser.add_argument("--temperature", type=arguments.positive_number, default=0.05,
+                        help="the contrastive loss's softmax temperature")
     parser.add_argument(
-        "--negatives", default="cross_view", choices=["cross_view", "both_views"]
+        "--negatives", default="cross_view", choices=["cross_view", "both_views"],
+        help=NEGATIVES_HELP,
     )
     parser.add_argument(
         "--hidden-dropout",
@@ -81,9 +85,11 @@ def parse_args(argv=None):
     )
     parser.add_argument("--eval-every", type=arguments.positive_integer, default=10,
                         help="steps")
-    parser.add_argument("--seed", type=arguments.seed, default=42)
+    parser.add_argument("--seed", type=arguments.seed, default=42,
+                        help="seed of the sentences drawn, the data order and dropout")
     parser.add_argument(
-        "--output", type=pathlib.Path, default=REPO / "runs" / "english_simcse"
+        "--output", type=pathlib.Path, default=REPO / "runs" / "english_simcse",
+        help="folder for the trained encoder and its scores"
     )
     add_output_arguments(parser)
     add_speed_arguments(parser)

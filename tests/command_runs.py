@@ -3,6 +3,7 @@ runs, its stderr whole) or in this one (the console script's `main`,
 without an interpreter and TensorFlow start each)."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -13,9 +14,20 @@ from kcse.commands.main import main
 PREFIX = "问："
 
 
-def kcse_command(*arguments):
-    """`kcse` with `arguments` in a new process: its `CompletedProcess`."""
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+# TensorFlow's log lines as the tests recognise them (any absl record, the
+# absl preamble), independently of `kcse.foundation.keras_start`'s patterns.
+TENSORFLOW_LOG_LINE = re.compile(r"^(?:[IWEF]\d{4} |WARNING: All log messages before absl)",
+                                 re.MULTILINE)
+
+
+def kcse_command(*arguments, log_level="3"):
+    """`kcse` with `arguments` in a new process: its `CompletedProcess`.
+
+    `log_level` is its TF_CPP_MIN_LOG_LEVEL (None: unset, kcse's own).
+    """
+    env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
+    if log_level is not None:
+        env["TF_CPP_MIN_LOG_LEVEL"] = log_level
     return subprocess.run(
         [sys.executable, "-m", "kcse.commands.main", *map(str, arguments)],
         capture_output=True, text=True, env=env,

@@ -203,6 +203,30 @@ def tiny_preprocessor(sequence_length=12):
     )
 
 
+def tiny_sentencepiece_proto():
+    """A SentencePiece model of a few pieces, as bytes (keras-hub's `proto=`)."""
+    import io
+
+    import sentencepiece
+
+    proto = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(["hello world", "hello there", "the world"] * 10),
+        model_writer=proto, vocab_size=16, unk_id=0, bos_id=1, eos_id=2,
+        hard_vocab_limit=False, minloglevel=3,
+    )
+    return proto.getvalue()
+
+
+def tiny_xlm_roberta_preprocessor(sequence_length=12):
+    """e5's layout in small: XLM-R's SentencePiece tokenizer (no token types)
+    before a BERT backbone's preprocessor."""
+    tokenizer = keras_hub.models.XLMRobertaTokenizer(proto=tiny_sentencepiece_proto())
+    return keras_hub.models.BertTextEmbedderPreprocessor(
+        tokenizer, sequence_length=sequence_length
+    )
+
+
 def tiny_encoder_file(folder, lines):
     """`(model, texts)`: a saved tiny encoder and a text file of `lines`
     sentences in its vocabulary, in `folder`."""

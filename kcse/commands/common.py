@@ -42,7 +42,9 @@ def add_model_arguments(parser, default_pooling, pooling_help=None, max_length=T
                             help="tokens, at least 3 ([CLS], a token, [SEP]); longer "
                             "sentences are cut, with a warning (default: 512, or the "
                             "model's limit when lower)")
-    parser.add_argument("--checkpoint-root", type=pathlib.Path)
+    parser.add_argument("--checkpoint-root", type=pathlib.Path,
+                        help="folder holding the original checkpoint folders that "
+                        "Su's model names (--model BERT, ...) are looked up in")
     command_line.add_output_arguments(parser)
 
 

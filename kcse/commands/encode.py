@@ -35,11 +35,13 @@ def add_parser(subparsers):
         "jobs can split a corpus.",
     )
     add_model_arguments(encode, DEFAULT_POOLING["kcse encode"])
-    encode.add_argument("--input", type=pathlib.Path, required=True)
+    encode.add_argument("--input", type=pathlib.Path, required=True,
+                        help="a text file (one sentence a line) or a .jsonl file")
     encode.add_argument("--output", type=pathlib.Path, required=True,
                         help="a .npy or .jsonl file")
     encode.add_argument("--field", default="text", help="jsonl input: the text field")
-    encode.add_argument("--batch-size", type=arguments.positive_integer, default=64)
+    encode.add_argument("--batch-size", type=arguments.positive_integer, default=64,
+                        help="sentences encoded at a time")
     encode.add_argument("--normalize", action="store_true", help="L2-normalise")
     encode.add_argument("--shard", type=shard, default=Shard(1, 1), metavar="K/N",
                         help="encode lines K, K+N, K+2N, ... only (1 <= K <= N; "

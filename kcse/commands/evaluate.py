@@ -28,7 +28,9 @@ def add_parser(subparsers):
         "prints the English table of the SimCSE and ConSERT papers.",
     )
     add_model_arguments(evaluate, DEFAULT_POOLING["kcse evaluate"])
-    evaluate.add_argument("--data", type=pathlib.Path, nargs="+")
+    evaluate.add_argument("--data", type=pathlib.Path, nargs="+",
+                          help="labelled pair files to score, a table row each, "
+                          "named by its file stem")
     evaluate.add_argument("--suite", choices=(english_sts.SUITE,),
                           help="instead of --data: STS12-16 (each year's sub-corpora "
                           "pooled, one Spearman: SentEval's 'all', as "
@@ -41,7 +43,8 @@ def add_parser(subparsers):
                           "stsb_multi_mt/stsb-en-test.csv (laid out as ../shared/data)")
     evaluate.add_argument("--markdown", type=pathlib.Path,
                           help="--suite english-sts: also write the table here")
-    evaluate.add_argument("--batch-size", type=arguments.positive_integer, default=64)
+    evaluate.add_argument("--batch-size", type=arguments.positive_integer, default=64,
+                          help="sentences encoded at a time")
     evaluate.add_argument("--json", type=pathlib.Path, help="also write the table here")
     evaluate.add_argument("--mteb-output", type=pathlib.Path, metavar="DIR",
                           help="--data files of C-MTEB's STS tasks (Su's <TASK>.<valid|"
@@ -161,7 +164,7 @@ def run(args):
             raise UsageError(one_line(error, path)) from None
     encoder, prefix, _ = load_encoder(args, inference_only=True)
     rows, seconds = [], []
-    for path, read in zip(args.data, pairs):
+    for path, name, read in zip(args.data, data_names(args.data), pairs):
         started = time.monotonic()
         try:
             result = evaluate_sts(
@@ -172,7 +175,7 @@ def run(args):
             )
         except UndefinedCorrelationError as error:
             raise CommandFailed(one_line(error, path)) from None
-        rows.append({"data": str(path)} | result)
+        rows.append({"data": name, "file": str(path)} | result)
         seconds.append(time.monotonic() - started)
     width = max(len(row["data"]) for row in rows)
     print(f"{'data':<{width}}  {'pairs':>6}  {'spearman':>8}  {'pearson':>8}")
@@ -183,6 +186,26 @@ def run(args):
         atomic_files.write_json(args.json, rows, replace=args.overwrite)
     if args.mteb_output:
         write_mteb_output(args, encoder, rows, seconds)
+
+
+def data_names(paths):
+    """The table's name of each of `paths`: the file's stem (`STS-B.test`,
+    `stsb-zh-test`), with as many of its folders as keep the names apart
+    (`a/STS-B.test`, `b/STS-B.test`), else the path as given (`x.csv` beside
+    `x.data`); a file given twice is numbered (`STS-B.test #2`)."""
+    tails = [pathlib.Path(path).with_suffix("").as_posix().split("/") for path in paths]
+    depths = [1] * len(tails)
+    while True:
+        names = ["/".join(tail[-depth:]) if depth <= len(tail) else str(path)
+                 for path, tail, depth in zip(paths, tails, depths)]
+        clashing = [index for index, name in enumerate(names)
+                    if names.count(name) > 1 and depths[index] <= len(tails[index])]
+        if not clashing:
+            return [name if names[:index].count(name) == 0
+                    else f"{name} #{names[:index].count(name) + 1}"
+                    for index, name in enumerate(names)]
+        for index in clashing:
+            depths[index] += 1
 
 
 def write_mteb_output(args, encoder, rows, seconds):

@@ -38,9 +38,10 @@ def add_parser(subparsers):
         "docs/serving_and_export.md.",
     )
     add_model_arguments(export, DEFAULT_POOLING["kcse export"])
-    export.add_argument("--output", type=pathlib.Path, required=True)
+    export.add_argument("--output", type=pathlib.Path, required=True,
+                        help="the folder to write (a SavedModel's: serving/NAME/VERSION)")
     export.add_argument("--format", choices=EXPORT_FORMATS, default=EXPORT_FORMATS[0],
-                        help="(default: %(default)s)")
+                        help="what to write (docs/serving_and_export.md)")
     export.add_argument("--normalize", action="store_true",
                         help="L2-normalise the vectors (not for --format huggingface, "
                         "which holds no pooling)")

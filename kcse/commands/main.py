@@ -13,7 +13,6 @@ an original TF checkpoint folder. Bad arguments, missing or unreadable files
 end the command with exit code 2 and one line saying what is wrong.
 """
 
-import argparse
 import sys
 
 from kcse.commands import encode
@@ -89,7 +88,7 @@ def build_parser():
         prog="kcse",
         description=__doc__.split("\n\n")[0],
         epilog=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=arguments.RawDescriptionHelpFormatter,
     )
     subparsers = parser.add_subparsers(dest="command", parser_class=arguments.Parser)
     for subcommand in SUBCOMMANDS:

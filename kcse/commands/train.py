@@ -2,7 +2,6 @@
 writes OUTPUT/encoder.keras and OUTPUT/train.json (its Spearman before and
 after)."""
 
-import argparse
 import pathlib
 
 from kcse.commands.checks import SubcommandChecks
@@ -32,20 +31,26 @@ def add_parser(subparsers):
         "Spearman before and after), and prints them. Every setting left out is\n"
         "the method's paper's (the method registry, listed below with its source).",
         epilog=command_line.paper_settings_epilog(methods.METHODS),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=arguments.RawDescriptionHelpFormatter,
     )
     add_model_arguments(train, DEFAULT_POOLING["kcse train"],
                         "the pooling the method's paper reports, its scoring_pooling "
                         f"below, else {DEFAULT_POOLING['kcse train']}",
                         max_length=False)  # The protocol's flag.
-    train.add_argument("--method", choices=tuple(methods.METHODS), default="simcse")
-    train.add_argument("--task", choices=CHINESE_TASKS, default="STS-B")
+    train.add_argument("--method", choices=tuple(methods.METHODS), default="simcse",
+                       help="the training method (its paper's settings below)")
+    train.add_argument("--task", choices=CHINESE_TASKS, default="STS-B",
+                       help="Su's Chinese task whose sentences train and whose "
+                       "test split is scored")
     train.add_argument("--data-dir", type=pathlib.Path,
                        help="<TASK>/<TASK>.{train,valid,test}.data folders "
                        "(default: the Chinese STS-B bundled with kcse)")
-    train.add_argument("--protocol", choices=("su", "clean"), default="clean")
-    train.add_argument("--output", type=pathlib.Path, required=True)
-    train.add_argument("--seed", type=arguments.seed, default=0)
+    train.add_argument("--protocol", choices=("su", "clean"), default="clean",
+                       help=command_line.PROTOCOL_HELP)
+    train.add_argument("--output", type=pathlib.Path, required=True,
+                       help="folder for encoder.keras and train.json")
+    train.add_argument("--seed", type=arguments.seed, default=0,
+                       help="seed of the training run (data order, dropout)")
     train.add_argument("--overwrite", action="store_true",
                        help="replace an encoder.keras already in --output")
     command_line.add_training_arguments(train)

@@ -42,6 +42,14 @@ DEFAULT_POOLINGS = DEFAULT_POOLING["recipes"]
 SMALLEST_BATCH = 2
 
 
+PROTOCOL_HELP = ("su: every split's sentences train and give the whitening "
+                 "statistics (Su's); clean: the train split's only, the best step "
+                 "on valid kept")
+NEGATIVES_HELP = ("the in-batch negatives: both_views, both views of every sentence "
+                  "(2N-2 a query; Su's, ConSERT's); cross_view, view 2 of the others "
+                  "(N-1; princeton-nlp/SimCSE's)")
+
+
 # The protocols of the multilingual STS-B table (`recipes/multilingual_sts.py`):
 # Su's and clean, and `stsb`, whose whitening statistics come from the dev
 # split that every stsb-multi-mt language has, and whose training sentences
@@ -80,7 +88,7 @@ def comparison_parser(doc, output, poolings=None, languages=None, methods=()):
         description=doc.split("\n\n")[0],
         epilog="\n\n".join([doc.split("\n\n", 1)[1].rstrip()]
                            + ([paper_settings_epilog(methods)] if methods else [])),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=arguments.RawDescriptionHelpFormatter,
     )
     group = parser.add_argument_group("grid")
     group.add_argument("--models", type=arguments.comma_list, default=["e5-small"],
@@ -101,7 +109,8 @@ def comparison_parser(doc, output, poolings=None, languages=None, methods=()):
     group.add_argument("--checkpoint-root", type=pathlib.Path,
                        help="folder holding the original checkpoint folders")
     add_data_argument(group, languages)
-    group.add_argument("--output", type=pathlib.Path, default=output)
+    group.add_argument("--output", type=pathlib.Path, default=output,
+                       help="results folder (results.json, results.md, ...)")
     group.add_argument("--seed", type=arguments.seed, default=0,
                        help="seed of the first training run (data order, dropout)")
     group.add_argument("--seeds", type=arguments.positive_integer, default=1,
@@ -138,7 +147,8 @@ def add_task_arguments(group, languages):
         group.add_argument("--tasks", type=arguments.choices_list(CHINESE_TASKS),
                            default=["STS-B"],
                            help="ATEC, BQ, LCQMC, PAWSX, STS-B (default: STS-B)")
-        group.add_argument("--protocol", choices=sorted(PROTOCOLS), default="su")
+        group.add_argument("--protocol", choices=sorted(PROTOCOLS), default="su",
+                           help=PROTOCOL_HELP)
     else:
         group.add_argument("--languages",
                            type=arguments.choices_list(STSB_MULTI_MT_LANGUAGES),
@@ -261,7 +271,7 @@ def add_output_arguments(parser):
                         help="show TensorFlow's start-up and device messages")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress of long work (by default: a live bar on a "
-                        "terminal, a line at least every 30 s in a log, on standard error)")
+                        "terminal, a line every 30 s in a log, on standard error)")
 
 
 def add_training_arguments(parser):
@@ -281,11 +291,13 @@ def add_training_arguments(parser):
                           "princeton-nlp/SimCSE's unsupervised runs train on "
                           "wiki1m_for_simcse.txt (train.py --train_file); "
                           "--sentences N of them, drawn with --seed (all: every one)")
-    settings.add_argument("--epochs", type=arguments.positive_integer)
+    settings.add_argument("--epochs", type=arguments.positive_integer,
+                          help="passes over the training sentences (Su: 1)")
     settings.add_argument("--batch-size", type=arguments.integer(minimum=SMALLEST_BATCH),
                           help="sentences per (global) batch, at least "
                           f"{SMALLEST_BATCH}: in-batch negatives")
-    settings.add_argument("--learning-rate", type=arguments.positive_number)
+    settings.add_argument("--learning-rate", type=arguments.positive_number,
+                          help="the optimizer's learning rate (Su: 1e-5)")
     settings.add_argument("--distributed", action="store_true",
                           help="train as one process of a multi-process JAX run "
                           "(KERAS_BACKEND=jax), the cluster given by "
@@ -301,8 +313,10 @@ def add_training_arguments(parser):
                           "with TensorFlow; needs it)")
     settings.add_argument("--dropout", type=arguments.rate,
                           help="hidden dropout, in [0, 1) (Su: 0.3)")
-    settings.add_argument("--temperature", type=arguments.positive_number)
-    settings.add_argument("--negatives", choices=["both_views", "cross_view"])
+    settings.add_argument("--temperature", type=arguments.positive_number,
+                          help="the contrastive loss's softmax temperature (Su: 0.05)")
+    settings.add_argument("--negatives", choices=["both_views", "cross_view"],
+                          help=NEGATIVES_HELP + " (Su: both_views)")
     settings.add_argument("--max-length", type=arguments.sequence_length,
                           help="tokens (Su: 64)")
     settings.add_argument("--long-max-length", type=arguments.sequence_length,

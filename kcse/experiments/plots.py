@@ -1,14 +1,19 @@
 """The cells' figures: the "collapse" (gold score vs cosine, raw beside
-trained) and the anisotropy diagnostics."""
+trained) and the anisotropy diagnostics, each titled with the cell and the
+data it plots: `e5-small / P1 / STS-B test (STS-B.test.data), n = 1361 pairs`."""
+
+import pathlib
 
 import numpy as np
 
 
 def plot_cell(path, gold, raw_cosine, simcse_cosine, model, pooling, task,
-              raw_spearman, simcse_spearman, split="test", method="SimCSE"):
+              raw_spearman, simcse_spearman, split="test", method="SimCSE", source=""):
     """Write a PNG of one cell: gold score (x) vs cosine (y), raw | SimCSE.
 
-    The right panel is titled `method`, the training method of column c.
+    The right panel is titled `method`, the training method of column c;
+    the figure by the cell, the data set (`task`, `split` and the name of
+    `source`, the file the pairs were read from) and n, the pairs plotted.
 
     Raw BERT-style cosines bunch near 1 whatever the gold score (anisotropy);
     after SimCSE they spread out and follow the gold score. Both panels share
@@ -22,18 +27,19 @@ def plot_cell(path, gold, raw_cosine, simcse_cosine, model, pooling, task,
     Example:
     ```python
     plot_cell("bert_p1_stsb.png", gold, raw_cos, simcse_cos, "BERT", "P1",
-              "STS-B", raw_spearman=34.65, simcse_spearman=69.04)
+              "STS-B", raw_spearman=34.65, simcse_spearman=69.04,
+              source="senteval_cn/STS-B/STS-B.test.data")
     ```
     """
     figure = _build_figure(gold, raw_cosine, simcse_cosine, model, pooling,
-                           task, raw_spearman, simcse_spearman, split, method)
+                           task, raw_spearman, simcse_spearman, split, method, source)
     figure.savefig(path, dpi=120)
     figure.clear()  # no pyplot: nothing else holds the figure
     return path
 
 
 def _build_figure(gold, raw_cosine, simcse_cosine, model, pooling, task,
-                  raw_spearman, simcse_spearman, split="test", method="SimCSE"):
+                  raw_spearman, simcse_spearman, split="test", method="SimCSE", source=""):
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -67,15 +73,25 @@ def _build_figure(gold, raw_cosine, simcse_cosine, model, pooling, task,
         ax.set_ylabel("cosine similarity", fontsize=12)
         ax.set_ylim(low - margin, 1.0 + margin)
         ax.grid(alpha=0.3)
-    figure.suptitle(f"{model} / {pooling} / {task} / {split}", fontsize=14)
+    figure.suptitle(cell_title(model, pooling, task, split, len(gold), source), fontsize=14)
     return figure
 
 
-def plot_diagnostics(path, diagnostics, model, pooling, task, method="SimCSE"):
+def cell_title(model, pooling, task, split, pairs, source=""):
+    """A figure's title: the cell, the data set (the name of `source`, the
+    file read, where known) and n, the number of `pairs` plotted."""
+    data_set = f"{task} {split}" + (f" ({pathlib.Path(source).name})" if source else "")
+    return f"{model} / {pooling} / {data_set}, n = {pairs} pairs"
+
+
+def plot_diagnostics(path, diagnostics, model, pooling, task, pairs, method="SimCSE",
+                     split="test"):
     """Write a PNG of a cell's anisotropy diagnostics, raw beside trained.
 
     `diagnostics` is a cell's `{"raw": report, "trained": report or None}`
-    (`kcse.evaluation.anisotropy_report`). Left: Spearman ×100 of average
+    (`kcse.evaluation.anisotropy_report`) of `pairs`, the
+    `kcse.data.SentencePairs` of `task`'s `split` (the title names them and
+    their number). Left: Spearman ×100 of average
     pooling as the top-k most frequent tokens are removed (ConSERT's
     Table 1); middle: the mean L2 norm of the token embeddings and right:
     the mean distance to their k nearest neighbours, by frequency-rank bin
@@ -85,7 +101,7 @@ def plot_diagnostics(path, diagnostics, model, pooling, task, method="SimCSE"):
     Example:
     ```python
     plot_diagnostics("e5_p3_stsb_diagnostics.png", cell["diagnostics"],
-                     "e5-small", "P3", "STS-B")
+                     "e5-small", "P3", "STS-B", data["test"])
     ```
     """
     try:
@@ -121,7 +137,8 @@ def plot_diagnostics(path, diagnostics, model, pooling, task, method="SimCSE"):
     curve.set_xlabel("k")
     norms.set_xlabel("frequency rank")
     distances.set_xlabel("frequency rank")
-    figure.suptitle(f"{model} / {pooling} / {task}", fontsize=14)
+    figure.suptitle(cell_title(model, pooling, task, split, len(pairs), pairs.source),
+                    fontsize=14)
     figure.savefig(path, dpi=110)
     figure.clear()
     return path

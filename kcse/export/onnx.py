@@ -19,7 +19,7 @@ names ONNX Runtime clients (and sentence-transformers' ONNX models) use.
 
 | file | what |
 |---|---|
-| `model.onnx` | float32 weights; `input_ids`, `attention_mask` (and `token_type_ids` where the tokenizer makes them: not e5's), int64 `[batch, length]` → `sentence_embedding`, float32 `[batch, dim]` |
+| `model.onnx` | float32 weights; `input_ids`, `attention_mask` (and `token_type_ids` where the tokenizer makes them: not e5's; the SavedModel's `encode_ids` inputs, `saved_model.ids_inputs`), int64 `[batch, length]` → `sentence_embedding`, float32 `[batch, dim]` |
 | `model_int8.onnx` | with `quantize="int8"`: the same graph in 8 bits (ONNX Runtime's dynamic quantisation): the word (and segment) embedding tables uint8, the dense layers int8, but the feed-forward output projections only store int8 weights and compute in float32; the position embeddings, biases and layer norms stay float32. About a quarter of `model.onnx`'s size (e5-small, all-MiniLM-L6-v2) |
 | `tokenizer.json`, `tokenizer_config.json`, ... | the tokenizer, as in the Hugging Face folder |
 | `onnx_config.json` | the inputs, output, dimension, pooling, normalisation, maximum length, prompts and the default prompt's name |
@@ -38,11 +38,11 @@ from kcse.foundation import atomic_files
 from kcse.foundation import compat
 from kcse.export import huggingface
 from kcse.export import saved_model
-from kcse.export import sentencepiece_json
 from kcse.export.formats import QUANTIZATIONS
 from kcse.foundation.validation import check_bool
 
-# kcse's token inputs -> the names ONNX Runtime clients feed (Hugging Face's).
+# kcse's token inputs (the SavedModel's `encode_ids`, `saved_model.ids_inputs`)
+# -> the names ONNX Runtime clients feed (Hugging Face's).
 INPUT_NAMES = {
     "token_ids": "input_ids", "segment_ids": "token_type_ids", "padding_mask": "attention_mask",
 }
@@ -150,7 +150,7 @@ def export_onnx(encoder, path, quantize=None, normalize=None, overwrite=False):
     tokenizer = encoder.preprocessor.tokenizer
     length = encoder.preprocessor.sequence_length
     tokenizer_files = huggingface.tokenizer_files(tokenizer, length)
-    inputs = model_inputs(encoder)
+    inputs = saved_model.ids_inputs(encoder)
     with atomic_files.writing_folder(path, overwrite) as temporary:
         write_onnx_model(encoder, temporary / MODEL_FILE, normalize)
         models = {"float32": MODEL_FILE}
@@ -176,19 +176,6 @@ def export_onnx(encoder, path, quantize=None, normalize=None, overwrite=False):
     return pathlib.Path(path)
 
 
-def model_inputs(encoder):
-    """The backbone inputs `model.onnx` takes (kcse's names, see `INPUT_NAMES`).
-
-    Segment ids only where the tokenizer makes them: XLM-R's (e5) has no
-    token types, so its `token_type_ids` are zeros inside the graph, as
-    transformers' `XLMRobertaModel` takes them.
-    """
-    inputs = [name for name in INPUT_NAMES if name in encoder.backbone.input]
-    if sentencepiece_json.is_xlm_roberta_tokenizer(encoder.preprocessor.tokenizer):
-        inputs.remove("segment_ids")
-    return inputs
-
-
 def write_onnx_model(encoder, path, normalize):
     """Converts the encoder's token-ids function to an ONNX file at `path`.
 
@@ -207,7 +194,7 @@ def write_onnx_model(encoder, path, normalize):
     from onnx import numpy_helper
 
     variables = encoder.weights
-    inputs = model_inputs(encoder)
+    inputs = saved_model.ids_inputs(encoder)
 
     @tf.function(input_signature=[
         {INPUT_NAMES[name]: tf.TensorSpec([None, None], tf.int64, name=INPUT_NAMES[name])
@@ -217,8 +204,6 @@ def write_onnx_model(encoder, path, normalize):
     ])
     def encode_ids(features, values):
         features = {name: tf.cast(features[INPUT_NAMES[name]], tf.int32) for name in inputs}
-        if "segment_ids" in encoder.backbone.input and "segment_ids" not in inputs:
-            features["segment_ids"] = tf.zeros_like(features["token_ids"])
         with keras.StatelessScope(state_mapping=list(zip(variables, values))), \
                 computing_in_float32(encoder):
             # No tf.cond for empty batches (the SavedModel's): ONNX Runtime's
@@ -502,7 +487,8 @@ def check_onnx_models(folder, models, encoder, normalize):
     tolerance = saved_model.check_tolerance(encoder)
     made = {name: np.asarray(keras.ops.convert_to_numpy(value))
             for name, value in encoder.preprocessor(texts).items()}
-    batch = {INPUT_NAMES[name]: made[name].astype("int64") for name in model_inputs(encoder)}
+    batch = {INPUT_NAMES[name]: made[name].astype("int64")
+             for name in saved_model.ids_inputs(encoder)}
     for precision, file in models.items():
         try:
             session = onnxruntime.InferenceSession(

@@ -19,6 +19,9 @@ from kcse.foundation.validation import check_preprocessor_length
 STRINGS_SIGNATURE = "serving_default"
 IDS_SIGNATURE = "encode_ids"
 OUTPUT = "embedding"
+# The token inputs `encode_ids` may take, in order (`ids_inputs`); `model.onnx`
+# takes the same under Hugging Face's names (`kcse.export.onnx.INPUT_NAMES`).
+IDS_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
 # What every export is run on before it is swapped into place: a few
 # ordinary strings (whatever the vocabulary, unknown pieces included), the
@@ -63,8 +66,9 @@ def export_saved_model(encoder, path, normalize=None, overwrite=True):
       tokenizer cannot run in a graph (jieba-based WoBERT / RoFormer) or
       the encoder has no preprocessor.
     - `encode_ids`: `token_ids`, `padding_mask` (and `segment_ids` when the
-      backbone takes them), int32 `[None, None]`, as the preprocessor
-      makes them.
+      tokenizer makes token types: not XLM-R's, e5's; `ids_inputs`), int32
+      `[None, None]`, as the preprocessor makes them: the inputs of the
+      ONNX export, under kcse's names.
 
     Both return `{"embedding": float32 [None, dim]}`: the encoder's
     pooling, its whitening if it has one, then L2-normalisation when
@@ -208,13 +212,16 @@ def embedding(encoder, features, normalize, output=OUTPUT, empty_batch_branch=Tr
     padding never changes a vector. With `empty_batch_branch`, an empty
     batch gives `[0, dim]` whatever the model does with it (CLS pooling
     slices token 0, absent from a `[0, 0]` batch), through a `tf.cond`
-    around the model.
+    around the model. Segment ids the backbone takes but `features` lack
+    (e5's: `ids_inputs`) are zeros.
     """
     import tensorflow as tf
 
     if trim:
         features = trim_padding(features)
     features = dict(features, padding_mask=tf.cast(features["padding_mask"], tf.bool))
+    if "segment_ids" in encoder.backbone.input and "segment_ids" not in features:
+        features["segment_ids"] = tf.zeros_like(features["token_ids"])  # `ids_inputs`.
 
     def vectors():
         vectors = tf.cast(encoder(features, training=False), tf.float32)
@@ -229,14 +236,31 @@ def embedding(encoder, features, normalize, output=OUTPUT, empty_batch_branch=Tr
     return {output: tf.cond(rows > 0, vectors, lambda: empty)}
 
 
+def ids_inputs(encoder):
+    """The token inputs of `encode_ids`, and of `model.onnx` under Hugging
+    Face's names: those of `IDS_INPUTS` the backbone takes, but `segment_ids`
+    only where the tokenizer makes token types.
+
+    XLM-R's tokenizer (e5's) makes none: transformers' gives no
+    `token_type_ids`, and `XLMRobertaModel` takes zeros for them. So a client
+    sends the same inputs to either export, and to transformers; kcse's BERT
+    backbone under e5 gets zeros inside the graph (`embedding`).
+    """
+    from kcse.export.sentencepiece_json import is_xlm_roberta_tokenizer
+
+    inputs = [name for name in IDS_INPUTS if name in encoder.backbone.input]
+    if encoder.preprocessor is not None and is_xlm_roberta_tokenizer(
+            encoder.preprocessor.tokenizer) and "segment_ids" in inputs:
+        inputs.remove("segment_ids")
+    return inputs
+
+
 def ids_function(encoder, normalize):
     """The `encode_ids` signature: a `tf.function` from int32 token arrays
-    (`token_ids`, `segment_ids` when the backbone has them, `padding_mask`,
-    each `[None, None]`) to `{"embedding": float32 [batch, dim]}`."""
+    (`ids_inputs`, each `[None, None]`) to `{"embedding": float32 [batch, dim]}`."""
     import tensorflow as tf
 
-    inputs = [name for name in ("token_ids", "segment_ids", "padding_mask")
-              if name in encoder.backbone.input]
+    inputs = ids_inputs(encoder)
 
     @tf.function(input_signature=[
         {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in inputs}

@@ -40,8 +40,40 @@ class UsageError(Exception):
         self.command = command
 
 
+class ShowDefaults:
+    """A help formatter mixin: a flag whose default is a value (not None or
+    False) ends its help with `(default: VALUE)`, unless the help already
+    says its default (in words: "default: the model's limit").
+
+    A list default is shown comma-separated, as it is written on the
+    command line (`--models e5-small,BERT`).
+    """
+
+    def _get_help_string(self, action):
+        text = super()._get_help_string(action)
+        default = action.default
+        if default is None or default is False or default is argparse.SUPPRESS \
+                or "default" in text.lower():
+            return text
+        shown = ",".join(map(str, default)) if isinstance(default, (list, tuple)) else default
+        return f"{text} (default: {str(shown).replace('%', '%%')})"
+
+
+class HelpFormatter(ShowDefaults, argparse.HelpFormatter):
+    """`--help` with each flag's default (`ShowDefaults`); descriptions re-wrapped."""
+
+
+class RawDescriptionHelpFormatter(ShowDefaults, argparse.RawDescriptionHelpFormatter):
+    """`--help` with each flag's default; descriptions and epilogs as written."""
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse whose errors are one line (usage stays in `--help`)."""
+    """argparse whose errors are one line (usage stays in `--help`), and
+    whose `--help` shows every flag's default (`HelpFormatter` unless
+    another `formatter_class` is given)."""
+
+    def __init__(self, *args, formatter_class=HelpFormatter, **kwargs):
+        super().__init__(*args, formatter_class=formatter_class, **kwargs)
 
     def error(self, message):
         raise UsageError(f"{message} (see {self.prog} --help)", self.prog)

@@ -6,7 +6,9 @@ import zipfile
 
 import pytest
 
+from command_runs import TENSORFLOW_LOG_LINE
 from command_runs import kcse_command
+from conftest import tiny_encoder_file
 from kcse.commands.main import main
 
 
@@ -20,6 +22,20 @@ def test_help(command, capsys):
     if command == "train":
         assert "--precision {float32,bfloat16,float16}" in out
         assert "--compilation-cache DIR|auto|off" in out
+
+
+def test_commands_are_quiet_unless_verbose(tmp_path):
+    """No TensorFlow start-up line from `kcse --help` or a command that
+    starts TensorFlow, with TF_CPP_MIN_LOG_LEVEL unset; --verbose shows them."""
+    assert kcse_command("--help", log_level=None).stderr == ""
+    model, texts = tiny_encoder_file(tmp_path, 2)
+    runs = {verbose: kcse_command("encode", "--model", model, "--input", texts, "--output",
+                                  tmp_path / f"{verbose}.npy", *verbose, log_level=None)
+            for verbose in ((), ("--verbose",))}
+    for run in runs.values():
+        assert run.returncode == 0, run.stderr[-3000:]
+    assert not TENSORFLOW_LOG_LINE.search(runs[()].stderr), runs[()].stderr[-3000:]
+    assert TENSORFLOW_LOG_LINE.search(runs[("--verbose",)].stderr)
 
 
 def bad_inputs(folder, model):

@@ -1,4 +1,5 @@
-"""plot_cell writes the two-panel raw | SimCSE "collapse" figure."""
+"""plot_cell writes the two-panel raw | SimCSE "collapse" figure, and
+plot_diagnostics the anisotropy diagnostics; each title gives the data set and n."""
 
 import builtins
 
@@ -39,7 +40,8 @@ def test_figure_panels_labels_and_titles():
     pytest.importorskip("matplotlib")
     gold, raw, simcse = synthetic_cell()
     figure = plots._build_figure(
-        gold, raw, simcse, "RoBERTa", "P4", "LCQMC", 68.4312, 72.7, split="dev"
+        gold, raw, simcse, "RoBERTa", "P4", "LCQMC", 68.4312, 72.7, split="dev",
+        source="/data/senteval_cn/LCQMC/LCQMC.valid.data",
     )
     axes = figure.get_axes()
     assert len(axes) == 2
@@ -49,7 +51,9 @@ def test_figure_panels_labels_and_titles():
     for ax in (left, right):
         assert ax.get_xlabel() == "gold score"
         assert ax.get_ylabel() == "cosine similarity"
-    assert figure.get_suptitle() == "RoBERTa / P4 / LCQMC / dev"
+    # The data set (the file's name, not its folders) and n, the pairs plotted.
+    assert figure.get_suptitle() == ("RoBERTa / P4 / LCQMC dev (LCQMC.valid.data), "
+                                     "n = 300 pairs")
     # Shared y axis: the raw cosines' bunching near 1 is visible against SimCSE.
     assert left.get_ylim() == right.get_ylim()
     low, high = left.get_ylim()
@@ -84,3 +88,31 @@ def test_missing_matplotlib_names_the_extra(monkeypatch):
     gold, raw, simcse = synthetic_cell(n=10)
     with pytest.raises(ImportError, match=r"pip install kcse\[plot\]"):
         plots.plot_cell("unused.png", gold, raw, simcse, "BERT", "P1", "BQ", 1, 2)
+
+
+def test_diagnostics_title_names_the_data_set_and_its_pairs(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    import kcse
+
+    titles = []
+    save = Figure.savefig
+
+    def saving(figure, *args, **kwargs):
+        titles.append(figure.get_suptitle())
+        return save(figure, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", saving)
+    report = {"top_k_removal": [{"k": 0, "spearman": 60.0}, {"k": 10, "spearman": 65.0}],
+              "token_embeddings": {"k": 5, "bins": [
+                  {"tokens": 3, "ranks": [0, 100], "mean_norm": 1.2, "mean_knn_distance": 0.4},
+                  {"tokens": 2, "ranks": [100, 1000], "mean_norm": 0.9,
+                   "mean_knn_distance": 0.7}]}}
+    gold, _, _ = synthetic_cell(n=42)
+    pairs = kcse.data.SentencePairs(["a"] * 42, ["b"] * 42, gold,
+                                    source="/data/stsb_multi_mt/stsb-de-test.csv")
+    path = plots.plot_diagnostics(tmp_path / "d.png", {"raw": report, "trained": report},
+                                  "e5-small", "P3", "STS-B-de", pairs, "ConSERT")
+    assert path.read_bytes()[:4] == b"\x89PNG"
+    assert titles == ["e5-small / P3 / STS-B-de test (stsb-de-test.csv), n = 42 pairs"]

@@ -3,6 +3,7 @@
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -15,6 +16,9 @@ from checkpoints import SENTENCES
 from checkpoints import write_family
 from conftest import tiny_bert
 from conftest import tiny_preprocessor
+from conftest import tiny_xlm_roberta_preprocessor
+from kcse.export.onnx import INPUT_NAMES
+from kcse.export.saved_model import ids_inputs
 from tensorflow_server import Server
 
 TEXTS = ["the cat sat on the mat", "a dog", "the red dog was slow", "blue"]
@@ -28,7 +32,10 @@ def server(tmp_path_factory):
 
 
 def features_of(encoder, texts):
-    return {k: keras.ops.convert_to_numpy(v) for k, v in encoder.preprocessor(texts).items()}
+    """The preprocessor's arrays of `texts` that `encode_ids` takes (e5's
+    preprocessor makes segment ids it does not)."""
+    made = encoder.preprocessor(texts)
+    return {name: keras.ops.convert_to_numpy(made[name]) for name in ids_inputs(encoder)}
 
 
 def directory_size(path):
@@ -101,6 +108,36 @@ def test_bert_tiny_serves_strings_and_ids(server, tmp_path):
         assert "shape: (-1, 8)" in block and "outputs['embedding']" in block
 
 
+def signature_inputs(path, signature):
+    """The input names of `signature` in the SavedModel at `path`, as
+    saved_model_cli shows them."""
+    block = shown_signatures(path).split(f"signature_def['{signature}']")[1]
+    return sorted(re.findall(r"inputs\['(\w+)'\]", block.split("signature_def[")[0]))
+
+
+@pytest.mark.parametrize("preprocessor,segments", [(tiny_preprocessor, True),
+                                                   (tiny_xlm_roberta_preprocessor, False)])
+def test_saved_model_and_onnx_take_the_same_inputs(server, tmp_path, preprocessor, segments):
+    """encode_ids takes what model.onnx takes, under kcse's names
+    (`INPUT_NAMES`: token_ids input_ids, segment_ids token_type_ids,
+    padding_mask attention_mask): segment ids only from a tokenizer that makes
+    token types (BERT's word pieces; not XLM-R's, e5's, whose BERT backbone
+    gets zeros)."""
+    made = preprocessor()
+    encoder = kcse.SentenceEncoder(tiny_bert(vocabulary_size=made.tokenizer.vocabulary_size()),
+                                   made, pooling="last_avg")
+    assert "segment_ids" in encoder.backbone.input  # Both are BERT backbones.
+    path = assert_serves_like_encode(server, encoder, tmp_path, TEXTS)
+    kcse.export.export_onnx(encoder, tmp_path / "onnx")
+    import onnx
+
+    onnx_inputs = sorted(value.name for value in
+                         onnx.load(tmp_path / "onnx" / "model.onnx").graph.input)
+    saved_inputs = signature_inputs(path, "encode_ids")
+    assert sorted(INPUT_NAMES[name] for name in saved_inputs) == onnx_inputs
+    assert ("segment_ids" in saved_inputs) == ("token_type_ids" in onnx_inputs) == segments
+
+
 def test_signatures_cut_each_batch_to_its_longest_text():
     # The preprocessor pads to its full length (16 here, 512 for e5); the
     # model sees the batch cut to its longest row rounded up to 8, and the
@@ -117,7 +154,7 @@ def test_signatures_cut_each_batch_to_its_longest_text():
         shapes.append(tuple(features["token_ids"].shape))
         return encoder(features, training=training)
 
-    recording.output_dim = encoder.output_dim
+    recording.output_dim, recording.backbone = encoder.output_dim, encoder.backbone
     for texts, length in ((["a dog", "blue"], 8), (TEXTS, 8), ([" ".join(["cat"] * 9)], 16)):
         features = encoder.preprocessor(tf.constant(texts))
         assert features["token_ids"].shape == (len(texts), 16)

@@ -11,6 +11,7 @@ import keras_hub
 import numpy as np
 import pytest
 
+from conftest import tiny_sentencepiece_proto
 from kcse.foundation import compat
 
 
@@ -185,20 +186,6 @@ def test_assign_in_row_chunks_fills_the_variable():
         compat.assign_in_row_chunks(variable, iter([value[:4], value[:4]]))
     with pytest.raises(ValueError, match="table"):
         compat.assign_in_row_chunks(variable, iter([value[:, :2]]))
-
-
-def tiny_sentencepiece_proto():
-    import io
-
-    import sentencepiece
-
-    proto = io.BytesIO()
-    sentencepiece.SentencePieceTrainer.train(
-        sentence_iterator=iter(["hello world", "hello there", "the world"] * 10),
-        model_writer=proto, vocab_size=16, unk_id=0, bos_id=1, eos_id=2,
-        hard_vocab_limit=False, minloglevel=3,
-    )
-    return proto.getvalue()
 
 
 def test_sentencepiece_vocabulary_attributes_are_keras_hubs():

@@ -9,6 +9,8 @@ from kcse.experiments.protocols import SPLITS
 #   True: the first (no model prefix on the sentences).
 #   2: the sentences carry the model's prefix, as the cell encodes them.
 DIAGNOSTICS_REVISION = 2
+# The split the diagnostics are computed on, and their plot shows.
+DIAGNOSED_SPLIT = "test"
 
 
 def positive_threshold(scores):
@@ -69,13 +71,13 @@ class DiagnosticsColumn(Column):
 
     def prepare(self, cell):
         cell.restore_weights()
-        return {"diagnostics": {"raw": diagnose(cell.encoder, cell.data, "test",
+        return {"diagnostics": {"raw": diagnose(cell.encoder, cell.data, DIAGNOSED_SPLIT,
                                                 cell.spec.prefix), "trained": None}}
 
     def score(self, cell):
         reports = cell.record["diagnostics"]
         if cell.trained_ok:
-            reports["trained"] = diagnose(cell.trained_encoder, cell.data, "test",
+            reports["trained"] = diagnose(cell.trained_encoder, cell.data, DIAGNOSED_SPLIT,
                                           cell.spec.prefix)
         if cell.plot_path is not None:
             from kcse.experiments.plots import plot_diagnostics
@@ -85,7 +87,8 @@ class DiagnosticsColumn(Column):
             path = diagnostics_path(cell.plot_path)
             with atomic_files.replacing(path) as temporary:
                 plot_diagnostics(temporary, reports, cell.spec.name, cell.pooling,
-                                 cell.task, cell.method.title)
+                                 cell.task, cell.data[DIAGNOSED_SPLIT], cell.method.title,
+                                 DIAGNOSED_SPLIT)
         return {"diagnostics": reports}
 
     def shown(self, cells):

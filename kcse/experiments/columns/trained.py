@@ -110,7 +110,7 @@ class TrainedColumn(Column):
                 cell.spec.name, cell.pooling, cell.task,
                 cell.record["raw"][split]["spearman"],
                 cell.runs[-1]["scores"][split]["spearman"],
-                split, cell.method.title,
+                split, cell.method.title, cell.data[split].source,
             )
 
     def entries(self, cell):

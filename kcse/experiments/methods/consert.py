@@ -149,7 +149,10 @@ class ConSERTMethod(Method):
              "shuffle, token_cutoff:R, feature_cutoff:R, "
              "span_cutoff:R, dropout:R, adversarial:NORM (default: "
              "ConSERT's scripts' " + PAPER_SETTINGS["views"].source + ")"),
-        Flag("--mode", choices=MODES, default="unsup"),
+        Flag("--mode", choices=MODES, default="unsup",
+             help="the stages: unsup (contrastive on the task's sentences), sup "
+             "(NLI), joint (both at once), sup-unsup and joint-unsup (then "
+             "contrastive); the supervised ones need --nli"),
         Flag("--contrastive-weight", type=arguments.non_negative_number,
              default=PAPER_SETTINGS["contrastive_weight"].value,
              help="α, ConSERT's cl_rate " + PAPER_SETTINGS["contrastive_weight"].help),
