@@ -193,7 +193,8 @@ def write_onnx_model(encoder, path, normalize):
     `StatelessScope` maps each variable to one); they become the ONNX
     model's initializers afterwards, and ONNX Runtime's basic graph
     optimisations fold what the conversion left to compute from them
-    (transposed kernels). Converting the weights as TensorFlow constants
+    (transposed kernels), reading the converted model from a file beside
+    `path`, removed afterwards. Converting the weights as TensorFlow constants
     instead copies them through every tf2onnx pass: multilingual-e5-small
     took 257 s and 20 GB that way.
     """
@@ -233,26 +234,35 @@ def write_onnx_model(encoder, path, normalize):
             raise saved_model.ExportCheckError(
                 f"tf2onnx could not convert the encoder (pooling {encoder.pooling!r}): "
                 f"{type(error).__name__}: {error}") from error
-    weights = {f"weight_{index}": np.asarray(keras.ops.convert_to_numpy(variable))
-               for index, variable in enumerate(variables)}
+    weights = {f"weight_{index}": variable for index, variable in enumerate(variables)}
     used = {name for node in model.graph.node for name in node.input}
     kept = [value for value in model.graph.input if value.name not in weights]
     del model.graph.input[:]
     model.graph.input.extend(kept)
-    model.graph.initializer.extend(  # The pooling's weights only (P2: the pooler's).
-        numpy_helper.from_array(value, name) for name, value in weights.items() if name in used)
+    for name, variable in weights.items():  # The pooling's weights only (P2: the pooler's).
+        if name in used:  # One variable's numpy copy at a time.
+            model.graph.initializer.append(numpy_helper.from_array(
+                np.asarray(keras.ops.convert_to_numpy(variable)), name))
+    size = model.ByteSize()
+    # ONNX Runtime reads the converted model from a file (in the temporary
+    # folder), so that neither the model nor its serialised bytes are held
+    # here while it optimises its own copy.
+    converted = path.with_name(f"converted.{path.name}")
+    onnx.save(model, str(converted))
+    del model
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3  # Errors only.
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
     options.optimized_model_filepath = str(path)
     try:
-        onnxruntime.InferenceSession(model.SerializeToString(), options,
-                                     providers=["CPUExecutionProvider"])
+        onnxruntime.InferenceSession(str(converted), options, providers=["CPUExecutionProvider"])
     except Exception as error:
-        check_room_for(path, model.ByteSize())  # "Protobuf serialization failed".
+        check_room_for(path, size)  # "Protobuf serialization failed".
         raise saved_model.ExportCheckError(
             f"ONNX Runtime could not load the converted encoder (pooling "
             f"{encoder.pooling!r}): {type(error).__name__}: {error}") from error
+    finally:
+        converted.unlink()
     try:
         onnx.checker.check_model(str(path))
     except onnx.checker.ValidationError as error:
