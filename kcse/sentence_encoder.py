@@ -1,5 +1,6 @@
 """SentenceEncoder: backbone + preprocessor + pooling (+ whitening)."""
 
+import contextlib
 import importlib
 import pathlib
 
@@ -9,7 +10,9 @@ import numpy as np
 from keras import ops
 
 from kcse.foundation import atomic_files
+from kcse.foundation import compat
 from kcse.batched_prediction import predict_in_length_order
+from kcse.models.embedding_lookup import load_in_row_blocks
 from kcse.models.embedding_lookup import read_rows_sparsely
 from kcse.models.embedding_lookup import token_embedding
 from kcse.models.layer_taps import hidden_states_model
@@ -175,6 +178,7 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
             # Keras' whole-table read copies a table TensorFlow keeps in
             # copy-on-read mode (kcse loads and trains it row-wise).
             read_rows_sparsely(embedding)
+            load_in_row_blocks(embedding)
         self.preprocessor = preprocessor
         self.hidden_states = hidden_states_model(backbone)
         if self.pooling == "pooler":
@@ -521,11 +525,21 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
 
     @classmethod
     def from_config(cls, config):
+        """Builds the encoder a config describes (`get_config`).
+
+        Inside `keras.saving.load_model`, which assigns every weight from
+        the file next, the variables start at zero instead of running their
+        random initializers (`kcse.foundation.compat.zero_initialized_variables`;
+        for e5-small, seconds and a transient gigabyte); elsewhere
+        (`clone_model`, `model_from_json`) they are initialised as usual.
+        """
         config = dict(config)
         register_named_classes(config)
-        if isinstance(config.get("whitening"), dict):
-            config["whitening"] = keras.layers.deserialize(config["whitening"])
-        return super().from_config(config)
+        loading = compat.loading_saved_model()
+        with compat.zero_initialized_variables() if loading else contextlib.nullcontext():
+            if isinstance(config.get("whitening"), dict):
+                config["whitening"] = keras.layers.deserialize(config["whitening"])
+            return super().from_config(config)
 
 
 def register_named_classes(config):

@@ -298,6 +298,29 @@ def test_keras_round_trip_keeps_pooling_whitening_and_outputs(tmp_path):
     )
 
 
+def test_load_model_restores_every_weight_without_random_initializers(tmp_path, monkeypatch):
+    """`load_model` builds the encoder without running random initializers
+    and restores every weight exactly (a table of several row blocks);
+    `from_config` outside it initialises as usual."""
+    from keras.src.initializers.random_initializers import RandomInitializer
+
+    encoder = kcse.SentenceEncoder(tiny_bert(vocabulary_size=5000), tiny_preprocessor(),
+                                   pooling="last_avg")
+    encoder.save(tmp_path / "encoder.keras")
+    calls = []
+    for initializer in RandomInitializer.__subclasses__():
+        monkeypatch.setattr(initializer, "__call__", lambda self, *args, **kwargs: calls.append(
+            type(self).__name__) or keras.ops.zeros(*args, **kwargs))
+    restored = keras.saving.load_model(tmp_path / "encoder.keras")
+    assert calls == []
+    for saved, loaded in zip(encoder.weights, restored.weights, strict=True):
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(loaded),
+                                      keras.ops.convert_to_numpy(saved), err_msg=saved.path)
+    np.testing.assert_array_equal(restored.encode(SENTENCES), encoder.encode(SENTENCES))
+    kcse.SentenceEncoder.from_config(encoder.get_config())
+    assert "TruncatedNormal" in calls
+
+
 def test_hidden_dropout_changes_residual_dropout_only():
     backbone = tiny_bert(dropout=0.1)
     kcse.SentenceEncoder(backbone, hidden_dropout=0.3)

@@ -26,6 +26,7 @@ keras-hub's own `XLMRobertaBackbone`.
 
 import json
 import pathlib
+import struct
 
 import numpy as np
 from keras import ops
@@ -35,6 +36,7 @@ from kcse.export import sentencepiece_json
 from kcse.export import word_piece_json
 from kcse.export.formats import UnsupportedExportError
 from kcse.models.google_checkpoint.checkpoint_converter import checkpoint_variable_map
+from kcse.models.embedding_lookup import gather_rows
 from kcse.models.huggingface_folder import huggingface_name
 from kcse.foundation.validation import check_preprocessor_length
 
@@ -52,6 +54,31 @@ TRANSFORMERS_VERSION = "4.40.0"
 # backbone from 0. Its table gets two unused rows in front.
 POSITION_OFFSET = 2
 CONFIG_FILE = "config.json"
+# Rows of an embedding table read from its variable and written at a time.
+WRITE_BLOCK_ROWS = 4096
+# safetensors' names of the numpy dtypes kcse writes.
+SAFETENSORS_DTYPES = {"float32": "F32"}
+
+
+class VariableRows:
+    """A 2-D variable's value as float32 blocks of rows, read as they are written.
+
+    `write_safetensors` writes it like an array of its `shape` and
+    `dtype`, `blocks()` at a time: each block is a row-wise read of the
+    variable (`kcse.models.embedding_lookup.gather_rows`), so the whole
+    table (e5-small's word embeddings: 0.38 GB) is never copied at once.
+    """
+
+    dtype = np.dtype("float32")
+
+    def __init__(self, variable):
+        self.variable = variable
+        self.shape = tuple(variable.shape)
+
+    def blocks(self):
+        for start in range(0, self.shape[0], WRITE_BLOCK_ROWS):
+            rows = np.arange(start, min(start + WRITE_BLOCK_ROWS, self.shape[0]))
+            yield np.asarray(ops.convert_to_numpy(gather_rows(self.variable, rows)), "float32")
 
 
 def huggingface_architecture(backbone, tokenizer=None):
@@ -146,9 +173,11 @@ def rotary_position_table(rows, depth):
 
 
 def huggingface_weights(backbone, config):
-    """`{transformers parameter name: float32 array}` of `backbone`.
+    """`{transformers parameter name: float32 array or VariableRows}` of `backbone`.
 
-    `config` is the folder's `huggingface_config`. Kernels are stored as
+    `config` is the folder's `huggingface_config`. Embedding tables that
+    transformers keeps as kcse does are `VariableRows` (read as they are
+    written); the rest are arrays, one variable at a time. Kernels are stored as
     torch's `Linear` keeps them, `[out, in]`: the attention kernels, which
     keras-hub keeps per head, are flattened first (queries, keys and values
     `[hidden, heads, head_dim]`, the output projection
@@ -159,6 +188,10 @@ def huggingface_weights(backbone, config):
     weights = {}
     for name, variable in checkpoint_variable_map(backbone).items():
         if model_type == "roformer" and name.startswith("bert/pooler/"):
+            continue
+        if (name.startswith("bert/embeddings/") and name.endswith("_embeddings")
+                and not (model_type == "xlm-roberta" and name.endswith("position_embeddings"))):
+            weights[huggingface_name(name)] = VariableRows(variable)
             continue
         value = np.asarray(ops.convert_to_numpy(variable), "float32")
         if name.endswith("/kernel"):
@@ -184,10 +217,31 @@ def write_json(path, value):
 
 
 def write_safetensors(path, tensors):
-    """Writes `{name: array}` as a safetensors file transformers and torch read."""
-    from safetensors.numpy import save_file
+    """Writes `{name: array or VariableRows}` as a safetensors file transformers and torch read.
 
-    save_file(tensors, str(path), metadata={"format": "pt"})
+    The file is safetensors' format, as its `save_file` writes it (an
+    8-byte little-endian header length, the JSON header, padded with
+    spaces to 8 bytes, then each tensor's bytes, C order, in the header's
+    order), but streamed: each tensor is written as it comes, a
+    `VariableRows` block by block, never the whole set of them at once
+    (`save_file` also copies each one to bytes first). Only float32.
+    """
+    header, offset = {}, 0
+    for name, tensor in tensors.items():
+        size = int(np.prod(tensor.shape)) * tensor.dtype.itemsize
+        header[name] = {"dtype": SAFETENSORS_DTYPES[tensor.dtype.name],
+                        "shape": list(tensor.shape), "data_offsets": [offset, offset + size]}
+        offset += size
+    header["__metadata__"] = {"format": "pt"}
+    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as file:
+        file.write(struct.pack("<Q", len(text)))
+        file.write(text)
+        for tensor in tensors.values():
+            blocks = tensor.blocks() if isinstance(tensor, VariableRows) else [tensor]
+            for block in blocks:
+                file.write(np.ascontiguousarray(block, tensor.dtype).data)
 
 
 def write_backbone(folder, encoder, config_extra=None):

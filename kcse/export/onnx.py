@@ -52,6 +52,8 @@ QUANTIZED_FILES = {quantization: f"model_{quantization}.onnx" for quantization i
 CONFIG_FILE = "onnx_config.json"
 # ONNX Runtime 1.16+ runs it; opset 17 has LayerNormalization.
 OPSET = 17
+# Bytes of an external initializer copied into model.onnx at a time.
+COPY_BLOCK_BYTES = 16 * 2**20
 # Which operators dynamic int8 quantisation rewrites: the dense layers and
 # the embedding tables, whose lookups become lookups of uint8 rows
 # (multilingual-e5-small's word embeddings are 96M of its 118M weights);
@@ -183,7 +185,12 @@ def write_onnx_model(encoder, path, normalize):
     `StatelessScope` maps each variable to one); they become the ONNX
     model's initializers afterwards, and ONNX Runtime's basic graph
     optimisations fold what the conversion left to compute from them
-    (transposed kernels). Converting the weights as TensorFlow constants
+    (transposed kernels). Between these steps the weights are files, not
+    protobuf messages: the converted model's float32 initializers are
+    written to a data file beside it (`external_initializers`), ONNX
+    Runtime writes the optimised model's to another, and `path` is
+    assembled from both (`inline_external_data`), one tensor at a time;
+    the files beside `path` are removed. Converting the weights as TensorFlow constants
     instead copies them through every tf2onnx pass: multilingual-e5-small
     took 257 s and 20 GB that way.
     """
@@ -191,7 +198,6 @@ def write_onnx_model(encoder, path, normalize):
     import onnxruntime
     import tensorflow as tf
     import tf2onnx
-    from onnx import numpy_helper
 
     variables = encoder.weights
     inputs = saved_model.ids_inputs(encoder)
@@ -221,31 +227,131 @@ def write_onnx_model(encoder, path, normalize):
             raise saved_model.ExportCheckError(
                 f"tf2onnx could not convert the encoder (pooling {encoder.pooling!r}): "
                 f"{type(error).__name__}: {error}") from error
-    weights = {f"weight_{index}": np.asarray(keras.ops.convert_to_numpy(variable))
-               for index, variable in enumerate(variables)}
+    weights = {f"weight_{index}": variable for index, variable in enumerate(variables)}
     used = {name for node in model.graph.node for name in node.input}
     kept = [value for value in model.graph.input if value.name not in weights]
     del model.graph.input[:]
     model.graph.input.extend(kept)
-    model.graph.initializer.extend(  # The pooling's weights only (P2: the pooler's).
-        numpy_helper.from_array(value, name) for name, value in weights.items() if name in used)
+    # The pooling's weights only (P2: the pooler's), float32 ones in a data file.
+    converted = path.with_name(f"converted.{path.name}")
+    data = path.with_name(converted.name + ".data")
+    model.graph.initializer.extend(external_initializers(
+        {name: variable for name, variable in weights.items() if name in used}, data))
+    onnx.save(model, str(converted))
+    size = converted.stat().st_size + data.stat().st_size
+    optimized = path.with_name(f"optimized.{path.name}")
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3  # Errors only.
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
-    options.optimized_model_filepath = str(path)
+    options.optimized_model_filepath = str(optimized)
+    options.add_session_config_entry(
+        "session.optimized_model_external_initializers_file_name", optimized.name + ".data")
     try:
-        onnxruntime.InferenceSession(model.SerializeToString(), options,
-                                     providers=["CPUExecutionProvider"])
+        onnxruntime.InferenceSession(str(converted), options, providers=["CPUExecutionProvider"])
+        inline_external_data(optimized, path)
     except Exception as error:
-        check_room_for(path, model.ByteSize())  # "Protobuf serialization failed".
+        check_room_for(path, size)  # "Protobuf serialization failed", a short file.
         raise saved_model.ExportCheckError(
             f"ONNX Runtime could not load the converted encoder (pooling "
             f"{encoder.pooling!r}): {type(error).__name__}: {error}") from error
+    finally:
+        for written in (converted, optimized):
+            written.unlink(missing_ok=True)
+            written.with_name(written.name + ".data").unlink(missing_ok=True)
     try:
         onnx.checker.check_model(str(path))
     except onnx.checker.ValidationError as error:
         raise saved_model.ExportCheckError(
             f"{path.name} is not a valid ONNX model (onnx.checker): {error}") from error
+
+
+def external_initializers(variables, data_path):
+    """ONNX initializers of `{name: variable}`, float32 values in `data_path`.
+
+    Each float32 variable is written to the data file (a 2-D one
+    `huggingface.WRITE_BLOCK_ROWS` rows at a time, `huggingface.VariableRows`)
+    and its initializer refers to its bytes there (ONNX's external data);
+    other dtypes are inline, each from its own numpy copy.
+    """
+    from onnx import TensorProto
+    from onnx import numpy_helper
+
+    initializers = []
+    with open(data_path, "wb") as data:
+        for name, variable in variables.items():
+            if variable.dtype != "float32":
+                initializers.append(numpy_helper.from_array(
+                    np.asarray(keras.ops.convert_to_numpy(variable)), name))
+                continue
+            start = data.tell()
+            if len(variable.shape) == 2:
+                blocks = huggingface.VariableRows(variable).blocks()
+            else:
+                blocks = [np.asarray(keras.ops.convert_to_numpy(variable), "float32")]
+            for block in blocks:
+                data.write(np.ascontiguousarray(block).data)
+            tensor = TensorProto(name=name, dims=variable.shape, data_type=TensorProto.FLOAT,
+                                 data_location=TensorProto.EXTERNAL)
+            for key, value in (("location", data_path.name), ("offset", start),
+                               ("length", data.tell() - start)):
+                tensor.external_data.add(key=key, value=str(value))
+            initializers.append(tensor)
+    return initializers
+
+
+def inline_external_data(source, target):
+    """Writes the ONNX model `source`, whose initializers may keep their
+    bytes in external data files, to `target` as one file.
+
+    The protobuf bytes are assembled, not a message: the model without its
+    graph, then the graph (protobuf field 7) as its fields without
+    initializers followed by each initializer (field 5), an external one's
+    bytes copied from its file as the tensor's `raw_data` (field 9). Fields
+    of a message may come in any order, so `target` reads as the model
+    with its weights inline; no more than a block of the bytes is in
+    memory at once.
+    """
+    import onnx
+
+    model = onnx.load(str(source), load_external_data=False)
+    initializers = list(model.graph.initializer)
+    del model.graph.initializer[:]
+    graph = model.graph.SerializeToString()
+    model.ClearField("graph")
+    parts = []  # (protobuf bytes before the raw data, external file, offset, length)
+    for tensor in initializers:
+        if tensor.data_location != onnx.TensorProto.EXTERNAL:
+            parts.append((field_header(5, tensor.ByteSize()) + tensor.SerializeToString(),
+                          None, 0, 0))
+            continue
+        location = {entry.key: entry.value for entry in tensor.external_data}
+        offset, length = int(location.get("offset", 0)), int(location["length"])
+        tensor.ClearField("external_data")
+        tensor.ClearField("data_location")
+        header = tensor.SerializeToString() + field_header(9, length)
+        parts.append((field_header(5, len(header) + length) + header,
+                      source.parent / location["location"], offset, length))
+    graph_size = len(graph) + sum(len(head) + length for head, _, _, length in parts)
+    with open(target, "wb") as out:
+        out.write(model.SerializeToString() + field_header(7, graph_size) + graph)
+        for head, file, offset, length in parts:
+            out.write(head)
+            if file is not None:
+                with open(file, "rb") as data:
+                    data.seek(offset)
+                    for start in range(0, length, COPY_BLOCK_BYTES):
+                        out.write(data.read(min(COPY_BLOCK_BYTES, length - start)))
+
+
+def field_header(number, length):
+    """A protobuf length-delimited field's tag and length (varints)."""
+    encoded = bytearray()
+    for value in ((number << 3) | 2, length):
+        while value > 0x7F:
+            encoded.append(value & 0x7F | 0x80)
+            value >>= 7
+        encoded.append(value)
+    return bytes(encoded)
 
 
 @contextlib.contextmanager

@@ -34,6 +34,7 @@ __all__ = [
     "convert_to_numpy",
     "embedding_table",
     "is_int_dtype",
+    "loading_saved_model",
     "masked_softmax",
     "preprocessing_function",
     "pretokenize",
@@ -44,6 +45,7 @@ __all__ = [
     "restore_outer_shape",
     "set_feedforward_activation",
     "set_untracked_attribute",
+    "stored_weight",
     "sublayers",
     "tensorflow_sentencepiece",
     "transformer_block_parts",
@@ -53,9 +55,11 @@ __all__ = [
 
 import contextlib
 
+import h5py
 import keras
 import numpy as np
 from keras.src.backend.common import global_state
+from keras.src.saving import saving_lib
 
 # Functions of keras-hub's tensor utilities, which it does not export: the
 # tokenizers kcse writes follow keras-hub's own tokenizers with them (same
@@ -310,6 +314,41 @@ def zero_initialized_variables():
         if keras.backend.is_float_dtype(variable.dtype):
             variable._initializer = zeros
         variable._deferred_initialize()
+
+
+def loading_saved_model():
+    """Whether Keras is building a saved model whose weights it assigns next.
+
+    `keras.saving.load_model` (`.keras` files and folders, Orbax
+    checkpoints) builds the model from its config inside Keras'
+    `ObjectSharingScope`, then assigns every variable from the file (or
+    raises): the scope's map of shared objects, a private global, is set
+    only there (and while a model's config is written, when no model is
+    built). `from_config` called in other ways (`clone_model`,
+    `model_from_json`) runs outside it and keeps the initializers.
+    """
+    return global_state.get_global_attribute("shared_objects/id_to_obj_map") is not None
+
+
+def stored_weight(store, key):
+    """The weight `key` of a Keras weights store, read as it is sliced.
+
+    A layer's `load_own_variables(store)` gets `store[key]` as one numpy
+    array. From Keras' plain HDF5 store (`.keras` and `.weights.h5` files)
+    this gives the file's h5py dataset instead (found with Keras' own
+    checks against links and decompression bombs, in the private
+    `_h5_entry_group`): it has the weight's `shape` and reads only the
+    rows it is sliced to (`weight[start:stop]`). Other stores (sharded,
+    `.npz`) and bfloat16 weights, which Keras converts as it reads, give
+    Keras' numpy array.
+    """
+    group = getattr(store, "_h5_entry_group", None)
+    if type(store) is not saving_lib.H5IOStore or not isinstance(group, h5py.Group):
+        return store[key]
+    dataset = saving_lib.safe_get_h5_dataset(group, key)
+    if dataset.attrs.get("dtype") == "bfloat16":
+        return store[key]
+    return dataset
 
 
 def assign_in_row_chunks(variable, chunks):

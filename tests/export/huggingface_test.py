@@ -229,3 +229,25 @@ def test_real_models_auto_model_gives_kcse_sequence_output(tmp_path, name, archi
     with torch.no_grad(), one_torch_thread():
         theirs = model(**tokens).last_hidden_state.numpy()
     np.testing.assert_allclose(ours[mask], theirs[mask], atol=HIDDEN_STATE_TOLERANCE)
+
+
+def test_safetensors_file_holds_arrays_and_tables_written_in_row_blocks(tmp_path):
+    """safetensors' own reader gets every tensor back, a table of several
+    row blocks (the last one partial) included, and the metadata."""
+    import keras
+    from safetensors import safe_open
+
+    from kcse.export import huggingface
+
+    table = keras.Variable(np.random.default_rng(0).normal(
+        size=(2 * huggingface.WRITE_BLOCK_ROWS + 3, 5)).astype("float32"))
+    arrays = {"b.bias": np.arange(3, dtype="float32"),
+              "a.weight": np.ones((2, 3, 1), "float32")}
+    huggingface.write_safetensors(tmp_path / "model.safetensors",
+                                  {**arrays, "table": huggingface.VariableRows(table)})
+    with safe_open(tmp_path / "model.safetensors", "np") as file:
+        assert file.metadata() == {"format": "pt"}
+        read = {name: file.get_tensor(name) for name in file.keys()}
+    assert sorted(read) == ["a.weight", "b.bias", "table"]
+    for name, value in {**arrays, "table": keras.ops.convert_to_numpy(table)}.items():
+        np.testing.assert_array_equal(read[name], value, err_msg=name)

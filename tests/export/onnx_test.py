@@ -83,6 +83,9 @@ def test_tiny_checkpoints_run_in_onnx_runtime_as_kcse(tmp_path, family, pooling)
     assert not np.array_equal(int8, theirs)  # The quantised weights compute otherwise.
     config = json.loads((tmp_path / "onnx" / "onnx_config.json").read_text())
     assert config["models"] == {"float32": "model.onnx", "int8": "model_int8.onnx"}
+    written = {path.name for path in (tmp_path / "onnx").iterdir()}
+    assert {"model.onnx", "model_int8.onnx"} <= written
+    assert not [name for name in written if name.startswith(("converted.", "optimized."))]
     assert config["dimension"] == encoder.output_dim
     assert config["normalize"] == (pooling == "P4")
     assert config["max_seq_length"] == 32

@@ -175,6 +175,48 @@ def test_zero_initialized_variables_skip_the_initializers():
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(pending), [1.0, 1.0])
 
 
+def test_loading_saved_model_is_true_only_while_load_model_builds(tmp_path):
+    seen = []
+
+    @keras.saving.register_keras_serializable(package="kcse_compat_test")
+    class Recording(keras.layers.Dense):
+        @classmethod
+        def from_config(cls, config):
+            seen.append(compat.loading_saved_model())
+            return super().from_config(config)
+
+    model = keras.Sequential([keras.Input((2,)), Recording(1)])
+    model.save(tmp_path / "model.keras")
+    keras.saving.load_model(tmp_path / "model.keras")
+    keras.models.clone_model(model)
+    keras.models.model_from_json(model.to_json())
+    assert seen == [True, False, False]
+    assert not compat.loading_saved_model()
+
+
+def test_stored_weight_reads_a_plain_weights_file_as_it_is_sliced(tmp_path):
+    layer = keras.layers.Dense(3)
+    model = keras.Sequential([keras.Input((5,)), layer])
+    model.save_weights(tmp_path / "plain.weights.h5")
+    model.save_weights(tmp_path / "sharded.weights.json", max_shard_size=0.01)
+    seen = {}
+
+    def record(store):
+        seen[store_name] = compat.stored_weight(store, "0")
+        kernel = seen[store_name][:]
+        np.testing.assert_array_equal(kernel, keras.ops.convert_to_numpy(layer.kernel))
+
+    layer.load_own_variables = record
+    store_name = "plain"
+    model.load_weights(tmp_path / "plain.weights.h5")
+    store_name = "sharded"
+    model.load_weights(tmp_path / "sharded.weights.json")
+    import h5py
+
+    assert isinstance(seen["plain"], h5py.Dataset) and seen["plain"].shape == (5, 3)
+    assert isinstance(seen["sharded"], np.ndarray)
+
+
 def test_assign_in_row_chunks_fills_the_variable():
     variable = keras.Variable(np.zeros((5, 3), "float32"), name="table")
     value = np.arange(15, dtype="float32").reshape(5, 3)

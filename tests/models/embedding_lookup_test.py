@@ -10,13 +10,17 @@ import textwrap
 import keras
 import keras_hub
 import numpy as np
+import pytest
 import tensorflow as tf
+from keras.src.saving import saving_lib
 
 import kcse
 from conftest import TINY_SENTENCES
 from conftest import tiny_bert
 from conftest import tiny_preprocessor
 from kcse.foundation import compat
+from kcse.models.embedding_lookup import LOAD_BLOCK_ROWS
+from kcse.models.embedding_lookup import load_in_row_blocks
 from kcse.models.embedding_lookup import read_rows_sparsely
 
 
@@ -82,9 +86,65 @@ def test_encoders_look_up_rows_after_row_wise_writes():
                                              tf.TensorSpec((1, 3), tf.int32))
 
 
-def test_docstring_example_runs():
-    code = re.search(r"```python\n(.*?)```", read_rows_sparsely.__doc__, re.S).group(1)
-    exec(textwrap.dedent(code), {})
+def test_docstring_example_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # load_in_row_blocks' example writes a file.
+    for function in (read_rows_sparsely, load_in_row_blocks):
+        code = re.search(r"```python\n(.*?)```", function.__doc__, re.S).group(1)
+        exec(textwrap.dedent(code), {})
+
+
+def table_model(rows, reversible=False):
+    layer = (keras_hub.layers.ReversibleEmbedding if reversible else keras.layers.Embedding)
+    embedding = layer(rows, 3)
+    return keras.Sequential([keras.Input((2,), dtype="int32"), embedding]), embedding
+
+
+def test_a_table_loads_in_row_blocks_from_a_weights_file(tmp_path, monkeypatch):
+    """Rows spanning several blocks (the last one partial) load to the saved
+    values, from `.weights.h5` and `.keras` files, and without Keras' whole
+    read of the weight (made to fail here)."""
+    rows = 2 * LOAD_BLOCK_ROWS + 5
+    keras.utils.set_random_seed(0)
+    saved, _ = table_model(rows, reversible=True)
+    saved.save_weights(tmp_path / "table.weights.h5")
+    saved.save(tmp_path / "table.keras")
+    loaded, embedding = table_model(rows, reversible=True)
+    assert load_in_row_blocks(embedding)
+    with monkeypatch.context() as patch:
+        patch.setattr(saving_lib.H5IOStore, "__getitem__", whole_read_refused)
+        loaded.load_weights(tmp_path / "table.weights.h5")
+        np.testing.assert_array_equal(loaded.get_weights()[0], saved.get_weights()[0])
+        loaded.layers[0].embeddings.assign(np.zeros((rows, 3), "float32"))
+        loaded.load_weights(tmp_path / "table.keras")
+    np.testing.assert_array_equal(loaded.get_weights()[0], saved.get_weights()[0])
+
+
+def whole_read_refused(store, key):
+    raise AssertionError(f"{key} read whole")
+
+
+def test_other_stores_and_tables_load_as_keras_loads_them(tmp_path):
+    """A sharded weights file is read whole, as Keras reads it; a table
+    of another shape fails naming the variable; a table with a second
+    variable (untied reverse projection) keeps Keras' loading."""
+    keras.utils.set_random_seed(1)
+    saved, _ = table_model(LOAD_BLOCK_ROWS + 1)
+    saved.save_weights(tmp_path / "table.weights.json", max_shard_size=0.01)
+    loaded, embedding = table_model(LOAD_BLOCK_ROWS + 1)
+    assert load_in_row_blocks(embedding)
+    loaded.load_weights(tmp_path / "table.weights.json")
+    np.testing.assert_array_equal(loaded.get_weights()[0], saved.get_weights()[0])
+    saved.save_weights(tmp_path / "table.weights.h5")
+    shorter, embedding = table_model(LOAD_BLOCK_ROWS)
+    load_in_row_blocks(embedding)
+    before = shorter.get_weights()[0]
+    with pytest.raises(ValueError, match=r"embeddings: shape \(2048, 3\); the file's is "
+                                         r"\(2049, 3\)"):
+        shorter.load_weights(tmp_path / "table.weights.h5")
+    np.testing.assert_array_equal(shorter.get_weights()[0], before)  # No row written.
+    untied = keras_hub.layers.ReversibleEmbedding(10, 3, tie_weights=False)
+    untied.build((None, 2))
+    assert not load_in_row_blocks(untied)
 
 
 def int4_layers(block_size=4):
