@@ -92,12 +92,14 @@ class SilentTask:
 class LineTask:
     """A task written as a line every `interval` seconds, by a timer
     thread (a step may take longer than the interval), and once at the end
-    when it wrote any."""
+    when it wrote any. The time left is at the rate since the first count,
+    so that start-up (tokenising, tracing) does not stretch it."""
 
     def __init__(self, description, total, unit, stream, interval):
         self.description, self.total, self.unit = description, total, unit
         self.stream, self.done, self.start = stream, 0, time.monotonic()
         self.written, self.status = False, None
+        self.first = None  # (time, done) at the first count.
         self.stopped = threading.Event()
         self.lock = threading.Lock()
         self.timer = threading.Thread(target=self.beat, args=(interval,), daemon=True)
@@ -106,6 +108,8 @@ class LineTask:
     def add(self, count=1):
         with self.lock:
             self.done += count
+            if self.first is None:
+                self.first = (time.monotonic(), self.done)
 
     def set_total(self, total):
         self.total = total
@@ -117,8 +121,9 @@ class LineTask:
 
     def line(self, finished):
         with self.lock:
-            done = self.done
-        elapsed = time.monotonic() - self.start
+            done, first = self.done, self.first
+        now = time.monotonic()
+        elapsed = now - self.start
         units = f"{self.unit}s" if (self.total or done) != 1 else self.unit
         if self.total:
             text = f"{self.description}: {done}/{self.total} {units} ({100 * done // self.total}%)"
@@ -133,7 +138,10 @@ class LineTask:
             return f"{text} in {elapsed:.0f} s"
         text += f", {elapsed:.0f} s"
         if self.total and done:
-            text += f", about {elapsed * (self.total - done) / done:.0f} s left"
+            since, counted = (now - first[0], done - first[1])
+            if not (since > 0 and counted > 0):  # One count so far.
+                since, counted = elapsed, done
+            text += f", about {since * (self.total - done) / counted:.0f} s left"
         return text
 
     def write(self, line):

@@ -122,3 +122,19 @@ def test_training_counts_its_steps_instead_of_keras_bar(quiet, capsys):
     assert counted[-1].startswith("training: 6/6 steps (100%), loss ")
     # The loss shown last is the last step's, as Keras' History has it.
     assert float(parsed[-1]["loss"]) == pytest.approx(history.history["loss"][-1], rel=1e-3)
+
+
+def test_the_time_left_is_at_the_rate_since_the_first_count():
+    """A slow start (tokenising, tracing) then 1 item each 0.1 s: 8 left
+    are about 1 s, not the start's rate."""
+    log = io.StringIO()
+    with progress.reporting(True, stream=log, interval=0.05):
+        with progress.task("encoding", total=10, unit="sentence") as task:
+            time.sleep(1.5)
+            task.add(1)
+            time.sleep(0.1)
+            task.add(1)
+            time.sleep(0.06)
+    lefts = [int(left) for left in re.findall(r"2/10 sentences \(20%\), \d+ s, about (\d+) s left",
+                                             log.getvalue())]
+    assert lefts and max(lefts) <= 2, log.getvalue()  # The start's rate would say 8 × 1.6 s.
