@@ -7,12 +7,14 @@ the exported folder (`onnx_test.onnx_vectors`), neither of them this code.
 
 import importlib.util
 
+import keras
 import numpy as np
 import pytest
 
 import kcse
 from conftest import TINY_SENTENCES
 from conftest import tiny_bert
+from conftest import tiny_encoder_file
 from conftest import tiny_preprocessor
 from conftest import tiny_xlm_roberta_preprocessor
 from kcse.export import onnx as onnx_export
@@ -150,3 +152,25 @@ def test_an_encoder_the_export_refuses_is_one_line_and_leaves_no_cache(tmp_path)
     with pytest.raises(ValueError, match="quantize='int4': expected None or one of"):
         OnnxEncoder(encoder, quantize="int4", cache_dir=tmp_path)
 
+
+def test_kcse_encode_runtime_onnxruntime(tmp_path, monkeypatch, capsys):
+    from command_runs import kcse_in_process
+    from kcse.commands.main import main
+
+    monkeypatch.setenv("KCSE_ONNX_CACHE", str(tmp_path / "cache"))
+    model, texts = tiny_encoder_file(tmp_path, 30)
+    out = kcse_in_process(capsys, "encode", "--model", model, "--input", texts,
+                          "--output", tmp_path / "v.npy", "--runtime", "onnxruntime",
+                          "--normalize")
+    (folder,) = (tmp_path / "cache").iterdir()
+    assert f"runtime: ONNX Runtime, {folder}" in out
+    encoder = keras.saving.load_model(model)
+    expected = encoder.encode(texts.read_text().splitlines())
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    np.testing.assert_allclose(np.load(tmp_path / "v.npy"), expected, atol=TOLERANCE)
+
+    assert main(["encode", "--model", str(model), "--input", str(texts), "--output",
+                 str(tmp_path / "w.npy"), "--quantize", "int8"]) == 2
+    assert ("--quantize int8: only --runtime onnxruntime runs a quantised model"
+            in capsys.readouterr().err)
+    assert not (tmp_path / "w.npy").exists()
