@@ -84,7 +84,7 @@ def predict_in_chunks(
     time, so memory stays flat however many there are. Each chunk's
     distinct texts are tokenised, sorted by length and run once, in
     batches of `batch_size` whose padding is cut to the batch's longest
-    text (see `bucket_length`); `rows` is the `slice` of positions in
+    text (for a Keras model rounded up, see `bucket_length`); `rows` is the `slice` of positions in
     `texts` of the chunk and `outputs` their outputs in that order (an
     array, or a dict of arrays for a model with a dict of outputs).
 
@@ -103,7 +103,8 @@ def predict_in_chunks(
 
 def _predict_in_chunks(model, preprocessor, texts, batch_size, warn_truncation, encoded):
     run = batch_runner(model)
-    coarse = isinstance(model, keras.Model) and compiles_per_shape(model)
+    keras_model = isinstance(model, keras.Model)
+    coarse = keras_model and compiles_per_shape(model)
     start = truncated = 0
     full_length = None
     while chunk := list(itertools.islice(texts, ENCODE_CHUNK_SIZE)):
@@ -121,7 +122,10 @@ def _predict_in_chunks(model, preprocessor, texts, batch_size, warn_truncation, 
         batches = []
         for batch_start in range(0, len(order), batch_size):
             rows = order[batch_start : batch_start + batch_size]
-            length = bucket_length(int(lengths[rows].max()), full_length, coarse)
+            longest = int(lengths[rows].max())
+            # A function of one batch (ONNX Runtime) compiles nothing per
+            # shape: its batches are cut to their longest text exactly.
+            length = bucket_length(longest, full_length, coarse) if keras_model else longest
             if coarse:  # The same batch shape for the last batch too.
                 rows = np.resize(rows, batch_size)
             batches.append({key: value[rows, :length] for key, value in features.items()})
