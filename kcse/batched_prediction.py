@@ -45,7 +45,9 @@ def predict_in_length_order(
     """`model`'s outputs for every one of `texts`, in input order.
 
     `model` is a Keras model of token dicts whose output is an array or a
-    dict of arrays (kept as such); `texts` a non-empty sequence of str.
+    dict of arrays (kept as such), or a function of one batch of token
+    arrays to such outputs (`kcse.OnnxEncoder`: ONNX Runtime); `texts` a
+    non-empty sequence of str.
     The texts are taken in alphabetical order, so that repeated texts fall
     in one chunk of `predict_in_chunks` and are encoded once, and their
     outputs written into arrays preallocated in input order: memory holds
@@ -82,7 +84,7 @@ def predict_in_chunks(
     time, so memory stays flat however many there are. Each chunk's
     distinct texts are tokenised, sorted by length and run once, in
     batches of `batch_size` whose padding is cut to the batch's longest
-    text (see `bucket_length`); `rows` is the `slice` of positions in
+    text (for a Keras model rounded up, see `bucket_length`); `rows` is the `slice` of positions in
     `texts` of the chunk and `outputs` their outputs in that order (an
     array, or a dict of arrays for a model with a dict of outputs).
 
@@ -101,7 +103,8 @@ def predict_in_chunks(
 
 def _predict_in_chunks(model, preprocessor, texts, batch_size, warn_truncation, encoded):
     run = batch_runner(model)
-    coarse = compiles_per_shape(model)
+    keras_model = isinstance(model, keras.Model)
+    coarse = keras_model and compiles_per_shape(model)
     start = truncated = 0
     full_length = None
     while chunk := list(itertools.islice(texts, ENCODE_CHUNK_SIZE)):
@@ -119,7 +122,10 @@ def _predict_in_chunks(model, preprocessor, texts, batch_size, warn_truncation, 
         batches = []
         for batch_start in range(0, len(order), batch_size):
             rows = order[batch_start : batch_start + batch_size]
-            length = bucket_length(int(lengths[rows].max()), full_length, coarse)
+            longest = int(lengths[rows].max())
+            # A function of one batch (ONNX Runtime) compiles nothing per
+            # shape: its batches are cut to their longest text exactly.
+            length = bucket_length(longest, full_length, coarse) if keras_model else longest
             if coarse:  # The same batch shape for the last batch too.
                 rows = np.resize(rows, batch_size)
             batches.append({key: value[rows, :length] for key, value in features.items()})
@@ -184,8 +190,11 @@ def batch_runner(model):
     `tf.distribute` strategy with several replicas, or a
     `keras.distribution`), the batches go through `predict` as a
     `tf.data.Dataset`. In a multi-process run (`kcse.distribution`) every
-    process encodes every batch.
+    process encodes every batch. A `model` that is no Keras model is a
+    function of one batch, called on each in turn.
     """
+    if not isinstance(model, keras.Model):
+        return each_batch(model)
     if distribution.process_count() > 1:
 
         def run_everywhere(batches, done=None):
@@ -194,17 +203,7 @@ def batch_runner(model):
 
         return run_everywhere
     if not splits_batches(model):
-        predict = predict_function(model)
-
-        def run(batches, done=None):
-            outputs = []
-            for index, batch in enumerate(batches):
-                outputs.append(predict(batch))
-                if done:
-                    done(index)
-            return keras.tree.map_structure(lambda *arrays: np.concatenate(arrays), *outputs)
-
-        return run
+        return each_batch(predict_function(model))
 
     def run(batches, done=None):
         import tensorflow as tf
@@ -221,6 +220,20 @@ def batch_runner(model):
         for index in range(len(batches)) if done else ():
             done(index)
         return outputs
+
+    return run
+
+
+def each_batch(predict):
+    """`batch_runner`'s function running `predict` on each batch in turn."""
+
+    def run(batches, done=None):
+        outputs = []
+        for index, batch in enumerate(batches):
+            outputs.append(predict(batch))
+            if done:
+                done(index)
+        return keras.tree.map_structure(lambda *arrays: np.concatenate(arrays), *outputs)
 
     return run
 

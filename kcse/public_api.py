@@ -52,6 +52,7 @@ import sys
 # to different packages, or sit apart in a package's order, has two lines.
 EXPORTS = (
     ("kcse.sentence_encoder", "kcse", "SentenceEncoder"),
+    ("kcse.onnx_runtime", "kcse", "OnnxEncoder"),
     ("kcse.objectives.encoder_objective", "kcse.objectives", "EncoderObjective"),
     ("kcse.foundation.training_stops", "kcse.objectives", "NonFiniteLossError"),
     ("kcse.objectives.simcse", "kcse kcse.objectives", "SimCSE"),

@@ -30,6 +30,7 @@ from kcse.layers.sentence_pooling import resolve_pooling
 from kcse.layers.wk_pooling import check_layers
 # Public here; defined in kcse.foundation.validation, which imports nothing heavy.
 from kcse.foundation.validation import TruncationWarning  # noqa: F401 (re-export)
+from kcse.foundation.validation import DEFAULT_PROMPT
 from kcse.foundation.validation import check_bool
 from kcse.foundation.validation import check_count
 from kcse.foundation.validation import check_preprocessor_length
@@ -41,17 +42,6 @@ from kcse.public_api import SERIALIZABLE_WHEN_NAMED
 # `from_preset`'s arguments a sentence-transformers folder's modules set.
 FOLDER_ARGUMENTS = ("pooling", "pooler_activation", "whitening", "normalize")
 POOLER_ACTIVATIONS = ("linear", "tanh")
-
-
-class _DefaultPrompt:
-    """The `prompt_name` of `encode` when none is given: the encoder's default."""
-
-    def __repr__(self):
-        return "DEFAULT_PROMPT"
-
-
-# `encode(prompt_name=DEFAULT_PROMPT)`, the default: the `default_prompt_name`.
-DEFAULT_PROMPT = _DefaultPrompt()
 
 
 @keras.saving.register_keras_serializable(package="kcse")
@@ -323,7 +313,9 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
                              f"prompts {sorted(self.prompts)}.")
         return self.prompts[prompt_name]
 
-    def _encode(self, texts, batch_size, name, prompt=""):
+    def _encode(self, texts, batch_size, name, prompt="", model=None):
+        """`encode`'s work: `model` runs the token batches (default: the
+        encoder; `kcse.OnnxEncoder`: ONNX Runtime on its export)."""
         texts = check_texts(texts, name)
         if prompt:
             texts = [prompt + text for text in texts]
@@ -337,7 +329,7 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         if not texts:
             return np.zeros((0, self.output_dim), "float32")
         return predict_in_length_order(
-            self, self.preprocessor, texts, batch_size, warn_truncation=True
+            self if model is None else model, self.preprocessor, texts, batch_size, warn_truncation=True
         )
 
     def predict(self, x, batch_size=None, verbose="auto", **kwargs):

@@ -157,6 +157,24 @@ def test_fine_buckets_without_per_shape_compilation(monkeypatch):
     assert batches[0]["token_ids"].shape[1] == 56  # Longest first.
 
 
+def test_a_function_of_one_batch_gets_batches_cut_exactly():
+    """A model that is a function (`kcse.OnnxEncoder`: ONNX Runtime) gets each
+    batch cut to its longest text, not rounded up, and gives the vectors of
+    the Keras model it runs."""
+    encoder = long_encoder()
+    widths = []
+
+    def function(batch):
+        widths.append((batch["token_ids"].shape[1],
+                       int(batch["padding_mask"].sum(axis=1).max())))
+        return keras.Model.predict_on_batch(encoder, batch)
+
+    vectors = predict_in_length_order(function, encoder.preprocessor, TEXTS, batch_size=4)
+    assert len(widths) == 12 and widths[0] == (52, 52)  # Longest first, as it is.
+    assert all(width == longest for width, longest in widths)
+    np.testing.assert_allclose(vectors, encoder.predict(TEXTS, verbose=0), atol=REORDERED_ATOL)
+
+
 def encode_twice():
     """`(tracing count, weak reference to the encoder)` after two encodes."""
     encoder = long_encoder()

@@ -19,6 +19,18 @@ _PACKAGE_FOLDER = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + 
 MIN_SEQUENCE_LENGTH = 3
 
 
+class _DefaultPrompt:
+    """The `prompt_name` of `encode` when none is given: the encoder's default."""
+
+    def __repr__(self):
+        return "DEFAULT_PROMPT"
+
+
+# `encode(prompt_name=DEFAULT_PROMPT)`, the default: the `default_prompt_name`
+# (`kcse.SentenceEncoder.encode`, `kcse.OnnxEncoder.encode`).
+DEFAULT_PROMPT = _DefaultPrompt()
+
+
 class TruncationWarning(UserWarning):
     """Some sentences were longer than the preprocessor's maximum length.
 

@@ -23,33 +23,13 @@ from conftest import tiny_preprocessor
 from kcse.export import onnx as onnx_export
 from kcse.export.formats import UnsupportedExportError
 from kcse.export.saved_model import ExportCheckError
+from onnx_reference import onnx_vectors
 from real_models import e5_encoder
 from real_models import kcse_vectors
 from word_piece_json_test import chinese_stsb_test_sentences
 
 TOLERANCE = 1e-4
 pytestmark = pytest.mark.filterwarnings("ignore::kcse.TruncationWarning")
-
-
-def onnx_vectors(folder, texts, model="model.onnx", batch_size=256):
-    """The exported folder's vectors of `texts`, by transformers' tokenizer
-    and ONNX Runtime (the way the module docstring tells clients to run it)."""
-    import onnxruntime
-    import transformers
-
-    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = 2
-    session = onnxruntime.InferenceSession(str(folder / model), options,
-                                           providers=["CPUExecutionProvider"])
-    names = [value.name for value in session.get_inputs()]
-    vectors = []
-    for start in range(0, len(texts), batch_size):
-        batch = tokenizer(texts[start:start + batch_size], padding=True, truncation=True,
-                          return_tensors="np")
-        (output,) = session.run(["sentence_embedding"], {name: batch[name] for name in names})
-        vectors.append(output)
-    return np.concatenate(vectors)
 
 
 def cosines(first, second):
