@@ -105,6 +105,26 @@ def check_room(path, needed_bytes):
         raise WriteError(path, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), needed_bytes)
 
 
+def probe_room(path, size):
+    """Raises the `OSError` of writing `size` bytes beside `path`, if any.
+
+    Writers that do not say that a write failed (ONNX Runtime's and onnx's
+    C++ ones, on a full disk): ONNX Runtime reports "Protobuf serialization failed",
+    the quantiser a short file that it then cannot parse. After such an
+    error this writes (and removes) a file of `size` bytes in `path`'s
+    folder, so that a full disk is the `OSError` saying so, which
+    this module reports as a `WriteError` naming the file.
+    """
+    probe = pathlib.Path(path).with_name(f".{pathlib.Path(path).name}.room")
+    try:
+        with open(probe, "wb") as file:
+            file.write(bytes(size))
+            file.flush()
+            os.fsync(file.fileno())
+    finally:
+        probe.unlink(missing_ok=True)
+
+
 def is_write_error(error, *paths):
     """Whether `OSError` `error` came from writing one of `paths` (or any
     file, for errors only writes give: `WRITE_ERRORS`)."""

@@ -21,6 +21,7 @@ from conftest import TINY_SENTENCES
 from conftest import tiny_bert
 from conftest import tiny_preprocessor
 from kcse.export import onnx as onnx_export
+from kcse.export import onnx_quantization
 from kcse.export.formats import UnsupportedExportError
 from kcse.export.saved_model import ExportCheckError
 from onnx_reference import onnx_vectors
@@ -155,9 +156,9 @@ def test_int8_export_prints_no_warning(tmp_path, capfd, caplog):
     assert "WARNING" not in captured.err, captured.err
     assert logging.getLogger().handlers == handlers
     caplog.clear()
-    logging.warning(onnx_export.PREPROCESSING_ADVICE)
+    logging.warning(onnx_quantization.PREPROCESSING_ADVICE)
     assert [record.getMessage() for record in caplog.records] == [
-        onnx_export.PREPROCESSING_ADVICE]
+        onnx_quantization.PREPROCESSING_ADVICE]
 
 
 def test_dropping_the_advice_leaves_a_bare_root_logger_bare(capsys, monkeypatch):
@@ -167,8 +168,8 @@ def test_dropping_the_advice_leaves_a_bare_root_logger_bare(capsys, monkeypatch)
     prints them, and after it the root logger has no handler still."""
     root = logging.getLogger()
     monkeypatch.setattr(root, "handlers", [])
-    with onnx_export.without_preprocessing_advice():
-        logging.warning(onnx_export.PREPROCESSING_ADVICE + ". Refer to example: ...")
+    with onnx_quantization.without_preprocessing_advice():
+        logging.warning(onnx_quantization.PREPROCESSING_ADVICE + ". Refer to example: ...")
         logging.warning("another warning")
     assert root.handlers == [] and root.filters == []
     assert capsys.readouterr().err == "another warning\n"

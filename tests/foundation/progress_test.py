@@ -130,11 +130,10 @@ def test_the_time_left_is_at_the_rate_since_the_first_count():
     log = io.StringIO()
     with progress.reporting(True, stream=log, interval=0.05):
         with progress.task("encoding", total=10, unit="sentence") as task:
-            time.sleep(1.5)
-            task.add(1)
-            time.sleep(0.1)
-            task.add(1)
-            time.sleep(0.06)
+            for pause in (1.5, 0.1):
+                time.sleep(pause)
+                task.add(1)
+            time.sleep(0.06)  # A line at 2/10.
     lefts = [int(left) for left in re.findall(r"2/10 sentences \(20%\), \d+ s, about (\d+) s left",
                                              log.getvalue())]
     assert lefts and max(lefts) <= 2, log.getvalue()  # The start's rate would say 8 × 1.6 s.
