@@ -198,11 +198,13 @@ def write_onnx_model(encoder, path, normalize):
     @tf.function(input_signature=[
         {INPUT_NAMES[name]: tf.TensorSpec([None, None], tf.int64, name=INPUT_NAMES[name])
          for name in inputs},
-        [tf.TensorSpec(variable.shape, variable.dtype, name=f"weight_{index}")
+        [tf.TensorSpec(unknown_rows(variable.shape), variable.dtype, name=f"weight_{index}")
          for index, variable in enumerate(variables)],
     ])
     def encode_ids(features, values):
         features = {name: tf.cast(features[INPUT_NAMES[name]], tf.int32) for name in inputs}
+        values = [tf.ensure_shape(value, variable.shape)
+                  for value, variable in zip(values, variables)]
         with keras.StatelessScope(state_mapping=list(zip(variables, values))), \
                 computing_in_float32(encoder):
             # No tf.cond for empty batches (the SavedModel's): ONNX Runtime's
@@ -233,8 +235,7 @@ def write_onnx_model(encoder, path, normalize):
     onnx.save(model, str(converted))
     size = converted.stat().st_size + data.stat().st_size
     optimized = path.with_name(f"optimized.{path.name}")
-    options = onnxruntime.SessionOptions()
-    options.log_severity_level = 3  # Errors only.
+    options = light_session_options()
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
     options.optimized_model_filepath = str(optimized)
     options.add_session_config_entry(
@@ -256,6 +257,19 @@ def write_onnx_model(encoder, path, normalize):
     except onnx.checker.ValidationError as error:
         raise saved_model.ExportCheckError(
             f"{path.name} is not a valid ONNX model (onnx.checker): {error}") from error
+
+
+def unknown_rows(shape):
+    """`shape` with its first dimension unknown (None), for a weight's graph input.
+
+    tf2onnx optimises the graph with TensorFlow's grappler, which feeds
+    every placeholder of a fully known shape a zero tensor of that shape:
+    as many bytes again as the weights (multilingual-e5-small: 0.5 GB
+    more at the export's peak). With one dimension unknown it feeds none;
+    `tf.ensure_shape` gives the model its weights' shapes back inside the
+    graph.
+    """
+    return [None, *shape[1:]] if len(shape) else shape
 
 
 def external_initializers(variables, data_path):
@@ -391,6 +405,18 @@ def erfc_as_one_minus_erf(graph, node, name, args):
         inputs=[one.output[0], node.output[0]])
 
 
+def light_session_options():
+    """ONNX Runtime session options for the export's own sessions, which
+    run a few short batches once: no prepacked copies of the dense layers'
+    weights (as many bytes again), errors only in the log."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
+    options.add_session_config_entry("session.disable_prepacking", "1")
+    return options
+
+
 def check_onnx_models(folder, models, encoder, normalize):
     """Runs each written model in ONNX Runtime on the token ids of a few texts.
 
@@ -412,7 +438,8 @@ def check_onnx_models(folder, models, encoder, normalize):
     for precision, file in models.items():
         try:
             session = onnxruntime.InferenceSession(
-                str(folder / file), providers=["CPUExecutionProvider"])
+                str(folder / file), light_session_options(),
+                providers=["CPUExecutionProvider"])
             outputs = dict(zip([OUTPUT], session.run([OUTPUT], batch)))
             problem = saved_model.output_problem(
                 outputs, len(texts), encoder.output_dim,
