@@ -93,7 +93,7 @@ def run(args):
     from kcse.export.formats import UnsupportedExportError
     from kcse.export.saved_model import ExportCheckError
 
-    encoder, prefix, _ = load_encoder(args)
+    encoder, prefix, source = load_encoder(args)
     keep_prefix(encoder, prefix)  # Not in the Hugging Face folder: no place for it.
     if args.format != "tf_saved_model":
         if args.normalize:
@@ -102,6 +102,7 @@ def run(args):
         if args.format == "sentence_transformers":
             options["training"] = training_record(args.model)
             options["base_model"] = args.model
+            options["base_source"] = source
         if args.format == "onnx":
             options["quantize"] = args.quantize
         if args.format == "huggingface" and args.model in SU_MODELS:

