@@ -106,7 +106,9 @@ class OnnxEncoder:
     Args:
         encoder: a `kcse.SentenceEncoder` with a preprocessor, on the
             TensorFlow backend (tf2onnx converts its graph) the first time;
-            a cached export is only read.
+            a cached export is only read, on any backend (JAX: the export a
+            TensorFlow process made of the same encoder, its `.keras` file
+            say, in the same `cache_dir`).
         quantize: None (float32), or `"int8"`.
         cache_dir: the folder of exports (default: $KCSE_ONNX_CACHE, else
             `~/.cache/kcse/onnx`).
@@ -119,6 +121,8 @@ class OnnxEncoder:
         ValueError: an unknown `quantize`, or an encoder the ONNX export
             refuses or cannot convert (no preprocessor; a tokenizer the
             export cannot write), its reason in one line.
+        RuntimeError: no cached export, on a backend other than
+            TensorFlow (`check_backend`).
 
     Example:
     ```python
@@ -163,6 +167,7 @@ class OnnxEncoder:
         self.quantize = quantize
         self.folder = cache_folder(cache_dir) / cache_key(encoder, quantize)
         if not (self.folder / onnx_export.CONFIG_FILE).is_file():
+            check_backend(self.folder)
             export(encoder, self.folder, quantize)
         file = (onnx_export.QUANTIZED_FILES[quantize] if quantize else
                 onnx_export.MODEL_FILE)
@@ -192,6 +197,23 @@ class OnnxEncoder:
         encoder = self.encoder
         return encoder._encode(texts, batch_size, "texts", encoder._prompt(prompt, prompt_name),
                                model=self)
+
+
+def check_backend(folder):
+    """Raises RuntimeError, in one line, unless Keras runs on TensorFlow,
+    which the export at `folder` (not made yet) needs: tf2onnx converts a
+    TensorFlow graph. On JAX an `OnnxEncoder` reads the exports a
+    TensorFlow process made in the same cache folder."""
+    import keras
+
+    backend = keras.config.backend()
+    if backend != "tensorflow":
+        raise RuntimeError(
+            f"kcse.OnnxEncoder: no export of this encoder in {folder.parent} yet, and "
+            f"the export runs on the TensorFlow backend (this process uses {backend!r}): "
+            "make it once with KERAS_BACKEND=tensorflow and the same cache folder, e.g. "
+            "python -c \"import keras, kcse; kcse.OnnxEncoder(keras.saving.load_model("
+            "'model.keras'))\"; an OnnxEncoder on any backend then reads it")
 
 
 def export(encoder, folder, quantize):

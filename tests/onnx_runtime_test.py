@@ -174,3 +174,48 @@ def test_kcse_encode_runtime_onnxruntime(tmp_path, monkeypatch, capsys):
     assert ("--quantize int8: only --runtime onnxruntime runs a quantised model"
             in capsys.readouterr().err)
     assert not (tmp_path / "w.npy").exists()
+
+
+JAX_READS_THE_CACHE = """
+import sys, pathlib
+import keras, numpy as np
+import kcse
+folder = pathlib.Path(sys.argv[1])
+encoder = keras.saving.load_model(folder / "tiny.keras")
+texts = (folder / "texts.txt").read_text().splitlines()
+fast = kcse.OnnxEncoder(encoder, cache_dir=folder / "cache")
+np.save(folder / "jax.npy", np.stack([fast.encode(texts), encoder.encode(texts)]))
+print(fast.folder)
+try:
+    kcse.OnnxEncoder(encoder, cache_dir=folder / "empty")
+except RuntimeError as error:
+    print(error)
+"""
+
+
+def test_on_jax_an_onnx_encoder_reads_the_export_tensorflow_made(tmp_path):
+    """The same `.keras` encoder on JAX: the cache key is the TensorFlow
+    process's, so its export is read, and ONNX Runtime's vectors equal the
+    JAX encoder's `encode`; with no export yet, one line says to make it on
+    TensorFlow, and nothing is written."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("jax")
+    model, texts = tiny_encoder_file(tmp_path, 6)
+    made = OnnxEncoder(keras.saving.load_model(model), cache_dir=tmp_path / "cache")
+    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3")
+    run = subprocess.run([sys.executable, "-c", JAX_READS_THE_CACHE, str(tmp_path)],
+                         capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    folder, message = run.stdout.strip().splitlines()[-2:]
+    assert folder == str(made.folder)
+    onnx_vectors_on_jax, jax_vectors = np.load(tmp_path / "jax.npy")
+    np.testing.assert_allclose(onnx_vectors_on_jax, jax_vectors, atol=TOLERANCE)
+    np.testing.assert_allclose(onnx_vectors_on_jax, made.encode(texts.read_text().splitlines()),
+                               atol=TOLERANCE)
+    assert message.startswith(f"kcse.OnnxEncoder: no export of this encoder in "
+                              f"{tmp_path / 'empty'} yet, and the export runs on the "
+                              "TensorFlow backend (this process uses 'jax')")
+    assert not (tmp_path / "empty").exists()

@@ -168,7 +168,7 @@ def run(args):
         try:
             with progress.task("ONNX model (exported once, then cached)", unit=None):
                 model = OnnxEncoder(encoder, quantize=args.quantize)
-        except ValueError as error:
+        except (ValueError, RuntimeError) as error:  # RuntimeError: no export on JAX.
             raise UsageError(f"--runtime onnxruntime: {args.model}: {error}") from None
         print(f"runtime: ONNX Runtime, {model.folder}")
     numbered_texts = args.shard.lines(read_texts(args.input, args.field))
