@@ -147,7 +147,7 @@ def export_onnx(encoder, path, quantize=None, normalize=None, overwrite=False):
     tokenizer_files = huggingface.tokenizer_files(tokenizer, length)
     inputs = saved_model.ids_inputs(encoder)
     with atomic_files.writing_folder(path, overwrite) as temporary:
-        write_onnx_model(encoder, temporary / MODEL_FILE, normalize)
+        twin = write_onnx_model(encoder, temporary / MODEL_FILE, normalize)
         models = {"float32": MODEL_FILE}
         if quantize is not None:
             quantize_model(temporary / MODEL_FILE, temporary / QUANTIZED_FILES[quantize],
@@ -167,28 +167,96 @@ def export_onnx(encoder, path, quantize=None, normalize=None, overwrite=False):
             "default_prompt_name": encoder.default_prompt_name,
             "opset": OPSET,
         })
-        check_onnx_models(temporary, models, encoder, normalize)
+        try:
+            check_onnx_models(temporary, models, encoder, normalize, {"float32": twin.name})
+        finally:
+            twin.unlink()
     return pathlib.Path(path)
 
 
 def write_onnx_model(encoder, path, normalize):
     """Converts the encoder's token-ids function to an ONNX file at `path`.
 
-    tf2onnx converts a graph that takes the weights as inputs (a Keras
-    `StatelessScope` maps each variable to one); they become the ONNX
-    model's initializers afterwards, and ONNX Runtime's basic graph
-    optimisations fold what the conversion left to compute from them
-    (transposed kernels). Between these steps the weights are files, not
-    protobuf messages: the converted model's float32 initializers are
-    written to a data file beside it (`external_initializers`), ONNX
-    Runtime writes the optimised model's to another, and `path` is
-    assembled from both (`inline_external_data`), one tensor at a time;
-    the files beside `path` are removed. Converting the weights as TensorFlow constants
+    tf2onnx converts a graph that takes the weights as inputs
+    (`converted_model`); they become the ONNX model's initializers
+    afterwards, and ONNX Runtime's basic graph optimisations fold what the
+    conversion left to compute from them (transposed kernels). Between
+    these steps the weights are files, not protobuf messages: the converted
+    model's float32 initializers are written to a data file beside it
+    (`external_initializers`), ONNX Runtime writes the optimised model's to
+    another, and `path` is assembled from both (`inline_external_data`), one
+    tensor at a time. The lookup tables (`lookup_tables`: e5's word
+    embeddings, 0.38 GB) stay graph inputs while ONNX Runtime optimises,
+    so that it neither reads nor copies them, and are put back as
+    initializers after. Converting the weights as TensorFlow constants
     instead copies them through every tf2onnx pass: multilingual-e5-small
     took 257 s and 20 GB that way.
+
+    Returns the path of `path`'s file-backed twin (`file_backed_twin`),
+    beside it, which the export's check runs; the other files written
+    beside `path` are removed.
     """
     import onnx
     import onnxruntime
+
+    model = converted_model(encoder, normalize)
+    weights = {f"weight_{index}": variable for index, variable in enumerate(encoder.weights)}
+    used = {name for node in model.graph.node for name in node.input}
+    tables = lookup_tables(model.graph, weights)
+    kept = [value for value in model.graph.input if value.name not in weights
+            or value.name in tables]
+    for value in kept:  # A table's rows, unknown in the conversion (`unknown_rows`).
+        if value.name in tables:
+            value.type.tensor_type.shape.dim[0].dim_value = weights[value.name].shape[0]
+    del model.graph.input[:]
+    model.graph.input.extend(kept)
+    # The pooling's weights only (P2: the pooler's), float32 ones in a data file.
+    converted = path.with_name(f"converted.{path.name}")
+    data = path.with_name(converted.name + ".data")
+    initializers = external_initializers(
+        {name: variable for name, variable in weights.items() if name in used}, data)
+    model.graph.initializer.extend(value for value in initializers if value.name not in tables)
+    onnx.save(model, str(converted))
+    size = converted.stat().st_size + data.stat().st_size
+    optimized = path.with_name(f"optimized.{path.name}")
+    options = light_session_options()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    options.optimized_model_filepath = str(optimized)
+    options.add_session_config_entry(
+        "session.optimized_model_external_initializers_file_name", optimized.name + ".data")
+    twin = path.with_name(f"check.{path.name}")
+    try:
+        onnxruntime.InferenceSession(str(converted), options, providers=["CPUExecutionProvider"])
+        model = onnx.load(str(optimized), load_external_data=False)
+        kept = [value for value in model.graph.input if value.name not in tables]
+        del model.graph.input[:]
+        model.graph.input.extend(kept)
+        model.graph.initializer.extend(value for value in initializers if value.name in tables)
+        onnx.save(model, str(optimized))
+        file_backed_twin(model, path, inline_external_data(optimized, path), twin)
+    except Exception as error:
+        atomic_files.probe_room(path, size)  # "Protobuf serialization failed", a short file.
+        raise saved_model.ExportCheckError(
+            f"ONNX Runtime could not load the converted encoder (pooling "
+            f"{encoder.pooling!r}): {type(error).__name__}: {error}") from error
+    finally:
+        for written in (converted, optimized):
+            written.unlink(missing_ok=True)
+            written.with_name(written.name + ".data").unlink(missing_ok=True)
+    try:
+        onnx.checker.check_model(str(twin))
+    except onnx.checker.ValidationError as error:
+        twin.unlink()
+        raise saved_model.ExportCheckError(
+            f"{path.name} is not a valid ONNX model (onnx.checker): {error}") from error
+    return twin
+
+
+def converted_model(encoder, normalize):
+    """tf2onnx's ONNX model of the encoder's token-ids function: inputs the
+    token arrays (`INPUT_NAMES`) and each weight (`weight_<index>`, in
+    `encoder.weights`' order: a Keras `StatelessScope` maps each variable
+    to one), output `OUTPUT`."""
     import tensorflow as tf
     import tf2onnx
 
@@ -222,41 +290,18 @@ def write_onnx_model(encoder, path, normalize):
             raise saved_model.ExportCheckError(
                 f"tf2onnx could not convert the encoder (pooling {encoder.pooling!r}): "
                 f"{type(error).__name__}: {error}") from error
-    weights = {f"weight_{index}": variable for index, variable in enumerate(variables)}
-    used = {name for node in model.graph.node for name in node.input}
-    kept = [value for value in model.graph.input if value.name not in weights]
-    del model.graph.input[:]
-    model.graph.input.extend(kept)
-    # The pooling's weights only (P2: the pooler's), float32 ones in a data file.
-    converted = path.with_name(f"converted.{path.name}")
-    data = path.with_name(converted.name + ".data")
-    model.graph.initializer.extend(external_initializers(
-        {name: variable for name, variable in weights.items() if name in used}, data))
-    onnx.save(model, str(converted))
-    size = converted.stat().st_size + data.stat().st_size
-    optimized = path.with_name(f"optimized.{path.name}")
-    options = light_session_options()
-    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
-    options.optimized_model_filepath = str(optimized)
-    options.add_session_config_entry(
-        "session.optimized_model_external_initializers_file_name", optimized.name + ".data")
-    try:
-        onnxruntime.InferenceSession(str(converted), options, providers=["CPUExecutionProvider"])
-        inline_external_data(optimized, path)
-    except Exception as error:
-        atomic_files.probe_room(path, size)  # "Protobuf serialization failed", a short file.
-        raise saved_model.ExportCheckError(
-            f"ONNX Runtime could not load the converted encoder (pooling "
-            f"{encoder.pooling!r}): {type(error).__name__}: {error}") from error
-    finally:
-        for written in (converted, optimized):
-            written.unlink(missing_ok=True)
-            written.with_name(written.name + ".data").unlink(missing_ok=True)
-    try:
-        onnx.checker.check_model(str(path))
-    except onnx.checker.ValidationError as error:
-        raise saved_model.ExportCheckError(
-            f"{path.name} is not a valid ONNX model (onnx.checker): {error}") from error
+    return model
+
+
+def lookup_tables(graph, weights):
+    """The names in `weights` that `graph` only looks rows up in: the data
+    input of each node using them is a `Gather`'s (embedding tables)."""
+    uses = {}
+    for node in graph.node:
+        for position, name in enumerate(node.input):
+            if name in weights:
+                uses.setdefault(name, []).append(node.op_type == "Gather" and position == 0)
+    return {name for name, lookups in uses.items() if all(lookups)}
 
 
 def unknown_rows(shape):
@@ -317,6 +362,9 @@ def inline_external_data(source, target):
     of a message may come in any order, so `target` reads as the model
     with its weights inline; no more than a block of the bytes is in
     memory at once.
+
+    Returns `{name: (offset, length)}`: where each external initializer's
+    bytes are in `target`.
     """
     import onnx
 
@@ -339,15 +387,40 @@ def inline_external_data(source, target):
         parts.append((field_header(5, len(header) + length) + header,
                       source.parent / location["location"], offset, length))
     graph_size = len(graph) + sum(len(head) + length for head, _, _, length in parts)
+    positions = {}
     with open(target, "wb") as out:
         out.write(model.SerializeToString() + field_header(7, graph_size) + graph)
-        for head, file, offset, length in parts:
+        for tensor, (head, file, offset, length) in zip(initializers, parts):
             out.write(head)
             if file is not None:
+                positions[tensor.name] = (out.tell(), length)
                 with open(file, "rb") as data:
                     data.seek(offset)
                     for start in range(0, length, COPY_BLOCK_BYTES):
                         out.write(data.read(min(COPY_BLOCK_BYTES, length - start)))
+    return positions
+
+
+def file_backed_twin(model, target, positions, twin):
+    """Writes `twin`: `model` (the graph `inline_external_data` wrote as
+    `target`) whose initializers at `positions` are ONNX external data at
+    those offsets of `target` itself.
+
+    ONNX Runtime maps external data into memory rather than reading it, so
+    a session of the twin runs `target`'s own weight bytes without a copy of
+    them (multilingual-e5-small: 0.15 GB at its peak against 0.9 GB for
+    `target`, which ONNX Runtime parses whole). The export's check runs it.
+    """
+    import onnx
+
+    for tensor in model.graph.initializer:
+        if tensor.name in positions:
+            offset, length = positions[tensor.name]
+            del tensor.external_data[:]
+            for key, value in (("location", target.name), ("offset", offset),
+                               ("length", length)):
+                tensor.external_data.add(key=key, value=str(value))
+    onnx.save(model, str(twin))
 
 
 def field_header(number, length):
@@ -417,10 +490,12 @@ def light_session_options():
     return options
 
 
-def check_onnx_models(folder, models, encoder, normalize):
+def check_onnx_models(folder, models, encoder, normalize, run_files=None):
     """Runs each written model in ONNX Runtime on the token ids of a few texts.
 
-    float32 must equal the in-process encoder within
+    `models`: `{precision: file}` in `folder`; `run_files`: `{precision:
+    file}` run instead, named as the model's file in errors (float32's
+    file-backed twin, `file_backed_twin`). float32 must equal the in-process encoder within
     `saved_model.TOLERANCE` (a half-precision encoder's, within its
     `HALF_PRECISION_TOLERANCES`); a quantised model must give finite float32
     vectors of the right shape. Raises `saved_model.ExportCheckError`
@@ -438,7 +513,7 @@ def check_onnx_models(folder, models, encoder, normalize):
     for precision, file in models.items():
         try:
             session = onnxruntime.InferenceSession(
-                str(folder / file), light_session_options(),
+                str(folder / (run_files or {}).get(precision, file)), light_session_options(),
                 providers=["CPUExecutionProvider"])
             outputs = dict(zip([OUTPUT], session.run([OUTPUT], batch)))
             problem = saved_model.output_problem(
