@@ -82,7 +82,8 @@ def export_onnx(encoder, path, quantize=None, normalize=None, overwrite=False):
 
     Before the folder is renamed into place (written under a temporary
     name beside `path`), the export runs `model.onnx` in ONNX Runtime on
-    the token ids of a few strings and the empty string: its vectors must
+    the token ids of a few strings and the empty string (its graph, with
+    its weights mapped from the file: `file_backed_twin`): its vectors must
     equal `encoder.encode`'s within 1e-4 (`saved_model.TOLERANCE`); the
     int8 model must give finite vectors of the same shape. Otherwise
     `saved_model.ExportCheckError`, and nothing is left at `path`. A batch

@@ -221,6 +221,64 @@ def test_a_failing_check_leaves_the_folder_as_it_was(tmp_path, monkeypatch):
     assert [path.name for path in tmp_path.iterdir()] == ["bert"]
 
 
+def test_the_check_runs_the_weight_bytes_of_model_onnx_itself(tmp_path, monkeypatch):
+    """The export's float32 check runs a twin of model.onnx whose weights are
+    external data inside model.onnx (ONNX Runtime maps them: no second copy
+    in memory). Reference: onnx's own parser (`onnx.load`) finds each of
+    those tensors' bytes at the offset the twin names; one byte of a
+    weight changed in model.onnx after it is written fails the check, and
+    no twin is left in a written folder."""
+    import onnx
+    from onnx import numpy_helper
+
+    import keras_hub
+
+    keras.utils.set_random_seed(0)
+    backbone = keras_hub.models.BertBackbone(  # Kernels of 4 kB and more: external data.
+        vocabulary_size=40, num_layers=2, num_heads=2, hidden_dim=32, intermediate_dim=64,
+        max_sequence_length=16)
+    encoder = kcse.SentenceEncoder(backbone, tiny_preprocessor(), pooling="last_avg")
+    inline = onnx_export.inline_external_data
+    seen = {}
+
+    def keeping_positions(source, target):
+        seen["positions"] = inline(source, target)
+        seen["bytes"] = target.read_bytes()
+        return seen["positions"]
+
+    monkeypatch.setattr(onnx_export, "inline_external_data", keeping_positions)
+    folder = kcse.export.export_onnx(encoder, tmp_path / "onnx")
+    assert sorted(path.name for path in folder.iterdir() if "onnx" in path.name) == [
+        "model.onnx", "onnx_config.json"]
+    written = onnx.load(str(folder / "model.onnx"))
+    tensors = {tensor.name: tensor for tensor in written.graph.initializer}
+    # ONNX Runtime keeps its initializers under 1 kB inline (shape constants, biases).
+    big = {name for name, tensor in tensors.items()
+           if len(numpy_helper.to_array(tensor).tobytes()) >= 1024}
+    assert big <= set(seen["positions"]) <= set(tensors)
+    assert len(seen["positions"]) >= 2 + 2 * 6  # The tables and each layer's kernels.
+    for name, (offset, length) in seen["positions"].items():
+        expected = numpy_helper.to_array(tensors[name]).tobytes()
+        assert seen["bytes"][offset:offset + length] == expected, name
+
+    def damaging(source, target):
+        positions = inline(source, target)
+        with open(target, "r+b") as file:  # Each weight's middle values, negated.
+            for offset, length in positions.values():
+                start = offset + length // 8 * 4
+                file.seek(start)
+                values = np.frombuffer(file.read(16), "float32")
+                file.seek(start)
+                file.write((-values).tobytes())
+        return positions
+
+    monkeypatch.setattr(onnx_export, "inline_external_data", damaging)
+    with pytest.raises(ExportCheckError, match="model.onnx failed on the token ids of 4 "
+                       "strings: 'sentence_embedding' differs"):
+        kcse.export.export_onnx(encoder, tmp_path / "damaged")
+    assert not (tmp_path / "damaged").exists()
+
+
 @pytest.mark.parametrize("policy,tolerance", [
     ("mixed_bfloat16", TOLERANCE), ("bfloat16", TOLERANCE),
     ("mixed_float16", 1e-2), ("float16", 1e-2)])
