@@ -7,7 +7,9 @@
 - `sentence_transformers.py`: the whole encoder (pooling, whitening,
   normalisation) as a sentence-transformers folder.
 - `onnx.py`: the encoder from token ids to vectors as an ONNX model (float32,
-  and int8), with the tokenizer files, for ONNX Runtime.
+  and int8), with the tokenizer files, for ONNX Runtime; `onnx_fusions.py`
+  puts its layer norms and GELUs in the operators ONNX Runtime runs fused,
+  `onnx_quantization.py` makes the int8 model.
 """
 
 from kcse.public_api import exports

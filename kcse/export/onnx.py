@@ -35,6 +35,7 @@ import numpy as np
 from kcse.foundation import atomic_files
 from kcse.foundation import compat
 from kcse.export import huggingface
+from kcse.export import onnx_fusions
 from kcse.export import saved_model
 from kcse.export.formats import QUANTIZATIONS
 from kcse.export.onnx_quantization import quantize_model
@@ -201,6 +202,8 @@ def write_onnx_model(encoder, path, normalize):
     import onnxruntime
 
     model = converted_model(encoder, normalize)
+    onnx_fusions.fusable_gelu(model.graph)
+    onnx_fusions.layer_normalizations(model.graph)
     weights = {f"weight_{index}": variable for index, variable in enumerate(encoder.weights)}
     used = {name for node in model.graph.node for name in node.input}
     tables = lookup_tables(model.graph, weights)
@@ -275,7 +278,8 @@ def converted_model(encoder, normalize):
         values = [tf.ensure_shape(value, variable.shape)
                   for value, variable in zip(values, variables)]
         with keras.StatelessScope(state_mapping=list(zip(variables, values))), \
-                computing_in_float32(encoder):
+                computing_in_float32(encoder), \
+                onnx_fusions.gelu_as_onnx_runtime_fuses(encoder):
             # No tf.cond for empty batches (the SavedModel's): ONNX Runtime's
             # quantisation does not reach into an `If` subgraph.
             return saved_model.embedding(encoder, features, normalize, OUTPUT,

@@ -221,6 +221,38 @@ def test_a_failing_check_leaves_the_folder_as_it_was(tmp_path, monkeypatch):
     assert [path.name for path in tmp_path.iterdir()] == ["bert"]
 
 
+@pytest.mark.parametrize("family", ["bert", "nezha"])
+def test_layer_norms_and_gelus_take_the_operators_onnx_runtime_runs_fused(tmp_path, family):
+    """Each layer norm is ONNX's `LayerNormalization` (not tf2onnx's dozen
+    elementwise operators) and each GELU the `Div → Erf → Add → Mul → Mul`
+    that ONNX Runtime's own `GeluFusion` turns into one `Gelu` (the
+    reference: its optimised graph, saved); the vectors stay kcse's."""
+    import collections
+
+    import onnx
+    import onnxruntime
+
+    encoder = kcse.SentenceEncoder.from_checkpoint(
+        write_family(tmp_path, family), family, 32, pooling="last_avg")
+    texts = chinese_stsb_test_sentences()[:50]
+    folder = kcse.export.export_onnx(encoder, tmp_path / "onnx")
+    layers = TINY_CONFIG["num_hidden_layers"]
+    written = collections.Counter(node.op_type for node in onnx.load(
+        str(folder / "model.onnx")).graph.node)
+    assert written["LayerNormalization"] == 1 + 2 * layers  # Embeddings, 2 a block.
+    assert written["GlobalAveragePool"] == 0 and written["Erf"] == layers
+    options = onnxruntime.SessionOptions()
+    options.optimized_model_filepath = str(tmp_path / "fused.onnx")
+    onnxruntime.InferenceSession(str(folder / "model.onnx"), options,
+                                 providers=["CPUExecutionProvider"])
+    fused = collections.Counter((node.domain, node.op_type) for node in onnx.load(
+        str(tmp_path / "fused.onnx")).graph.node)
+    assert fused[("com.microsoft", "Gelu")] + fused[("com.microsoft", "BiasGelu")] == layers
+    assert fused[("", "Erf")] == 0
+    np.testing.assert_allclose(onnx_vectors(folder, texts), encoder.encode(texts),
+                               atol=TOLERANCE)
+
+
 def test_the_check_runs_the_weight_bytes_of_model_onnx_itself(tmp_path, monkeypatch):
     """The export's float32 check runs a twin of model.onnx whose weights are
     external data inside model.onnx (ONNX Runtime maps them: no second copy
