@@ -313,11 +313,11 @@ def unknown_rows(shape):
     """`shape` with its first dimension unknown (None), for a weight's graph input.
 
     tf2onnx optimises the graph with TensorFlow's grappler, which feeds
-    every placeholder of a fully known shape a zero tensor of that shape:
+    every placeholder a zero tensor of its shape (`GrapplerItemFromMetaGraphDef`):
     as many bytes again as the weights (multilingual-e5-small: 0.5 GB
-    more at the export's peak). With one dimension unknown it feeds none;
-    `tf.ensure_shape` gives the model its weights' shapes back inside the
-    graph.
+    more at the export's peak). An unknown dimension is 1 in that tensor,
+    so it holds a row of each weight; `tf.ensure_shape` gives the model its
+    weights' shapes back inside the graph.
     """
     return [None, *shape[1:]] if len(shape) else shape
 
