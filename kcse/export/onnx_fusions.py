@@ -22,12 +22,12 @@ from kcse.foundation import compat
 def gelu_as_onnx_runtime_fuses(encoder):
     """Inside the block, `encoder`'s exact GELU activations compute
     `x (1 + erf(x / √2)) / 2`, the form ONNX Runtime fuses into one `Gelu`
-    operator (with the dense layer's bias: `BiasGelu`).
+    operator (`fusable_gelu` puts it in the order ONNX Runtime matches).
 
     TensorFlow's exact GELU is `0.5 x erfc(-x / √2)`, which tf2onnx leaves
     as six elementwise operators (`erfc_as_one_minus_erf`) over the
-    feed-forward width, a tenth of all-MiniLM-L6-v2's time in ONNX Runtime.
-    The two forms differ by float rounding only.
+    feed-forward width; fused, all-MiniLM-L6-v2's batches ran 3.6% faster in
+    ONNX Runtime (2026-11-28). The two forms differ by float rounding only.
     """
     from kcse.models.gelu import gelu
 
@@ -55,12 +55,8 @@ def fusable_gelu(graph):
     of GELUs rewritten.
     """
     from onnx import helper
-    from onnx import numpy_helper
 
-    scalars = {tensor.name: float(numpy_helper.to_array(tensor).reshape(-1)[0])
-               for tensor in graph.initializer if math.prod(tensor.dims) == 1}
-    producer = {output: node for node in graph.node for output in node.output}
-    consumers = node_consumers(graph)
+    scalars, producer, consumers = graph_index(graph)
 
     def split(node, value):
         """`node`'s other input when one is the scalar `value`, else None."""
@@ -112,12 +108,8 @@ def layer_normalizations(graph):
     it made are removed.
     """
     from onnx import helper
-    from onnx import numpy_helper
 
-    scalars = {tensor.name: float(numpy_helper.to_array(tensor).reshape(-1)[0])
-               for tensor in graph.initializer if math.prod(tensor.dims) == 1}
-    producer = {output: node for node in graph.node for output in node.output}
-    consumers = node_consumers(graph)
+    scalars, producer, consumers = graph_index(graph)
 
     def made(name, op_type):
         node = producer.get(name)
@@ -180,13 +172,20 @@ def layer_normalizations(graph):
     return len(added)
 
 
-def node_consumers(graph):
-    """`{tensor name: [the nodes taking it, each once]}` of an ONNX graph."""
+def graph_index(graph):
+    """`(scalars, producer, consumers)` of an ONNX graph: `{name: value}` of
+    its one-element initializers, `{tensor name: the node making it}` and
+    `{tensor name: [the nodes taking it, each once]}`."""
+    from onnx import numpy_helper
+
+    scalars = {tensor.name: float(numpy_helper.to_array(tensor).reshape(-1)[0])
+               for tensor in graph.initializer if math.prod(tensor.dims) == 1}
+    producer = {output: node for node in graph.node for output in node.output}
     consumers = {}
     for node in graph.node:
         for name in dict.fromkeys(node.input):
             consumers.setdefault(name, []).append(node)
-    return consumers
+    return scalars, producer, consumers
 
 
 def erf_gelu(x):
