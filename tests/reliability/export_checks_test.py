@@ -169,6 +169,52 @@ def test_ids_only_encoder_is_checked_on_fixed_token_ids(tmp_path, capsys):
     assert [p.name for p in tmp_path.iterdir()] == ["ids"]
 
 
+def test_a_checkpoint_that_differs_from_the_weights_is_never_swapped_in(tmp_path, monkeypatch):
+    # The check runs the SavedModel on the encoder's own variables and
+    # compares the checkpoint with them byte for byte: one flipped bit in
+    # the data file fails the export.
+    encoder = kcse.SentenceEncoder(tiny_bert(seed=5), tiny_preprocessor())
+    save = tf.saved_model.save
+
+    def save_then_flip_a_bit(module, folder, **kwargs):
+        save(module, folder, **kwargs)
+        data_file = pathlib.Path(folder, "variables", "variables.data-00000-of-00001")
+        data = bytearray(data_file.read_bytes())
+        data[100] ^= 1
+        data_file.write_bytes(bytes(data))
+
+    monkeypatch.setattr(tf.saved_model, "save", save_then_flip_a_bit)
+    with pytest.raises(export.ExportCheckError,
+                       match=r"the SavedModel written to .*: the weight '.*' "
+                             r"\('weights/\d+/.ATTRIBUTES/VARIABLE_VALUE'\) differs in rows"):
+        encoder.export(tmp_path / "exported")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_check_runs_the_savedmodel_on_the_encoders_variables(good_export):
+    # Against TensorFlow's own loader, which restores a copy of the weights.
+    encoder = kcse.SentenceEncoder(tiny_bert(), tiny_preprocessor())
+    variables = export.backing_variables(encoder)
+    shared = export.loaded_with_variables(good_export, variables)
+    assert all(own is variable for own, variable in zip(shared.weights, variables))
+    texts = tf.constant(export.CHECK_TEXTS)
+    served = shared.signatures["serving_default"](texts=texts)["embedding"].numpy()
+    restored = load(good_export).signatures["serving_default"](texts=texts)["embedding"]
+    np.testing.assert_array_equal(served, restored.numpy())
+    assert export.stored_variables_problem(good_export, variables) is None
+    assert export.stored_variables_problem(good_export, variables[1:]) == (
+        f"its checkpoint lists {len(variables)} weights, not {len(variables) - 1}")
+
+
+def test_a_checkpoint_holding_more_than_the_weights_is_a_problem(tmp_path):
+    module = tf.Module()
+    module.weights = [tf.Variable([1.0, 2.0])]
+    module.step = tf.Variable(3)
+    tf.saved_model.save(module, str(tmp_path))
+    assert export.stored_variables_problem(tmp_path, module.weights) == (
+        "its checkpoint holds values besides the weights: ['step/.ATTRIBUTES/VARIABLE_VALUE']")
+
+
 @pytest.fixture(scope="module")
 def encoder_file(tmp_path_factory):
     from conftest import tiny_encoder_file

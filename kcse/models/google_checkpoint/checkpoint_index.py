@@ -45,12 +45,20 @@ def tensor_names(path):
     """
     try:
         data = pathlib.Path(path).read_bytes()
-        return set(_table_keys(data)) - {""}  # "" holds the bundle's header.
+        # "" holds the bundle's header.
+        return {key.decode("utf-8") for key, _ in table_entries(data)} - {""}
     except (OSError, UnreadableIndex, IndexError, UnicodeDecodeError, struct.error):
         return None
 
 
-def _table_keys(data):
+def table_entries(data):
+    """Yields `(key, value)`, as bytes, of each entry of the table `data`
+    (an index file's bytes), in key order.
+
+    Raises:
+        UnreadableIndex: `data` is not an uncompressed LevelDB table (or a
+            malformed one: then also `IndexError` or `struct.error`).
+    """
     if len(data) < FOOTER_LENGTH:
         raise UnreadableIndex("shorter than a table footer")
     footer = data[-FOOTER_LENGTH:]
@@ -65,8 +73,7 @@ def _table_keys(data):
     for _, handle in _entries(index_block):
         offset, at = _varint(handle, 0)
         size, _ = _varint(handle, at)
-        for key, _ in _entries(_block(data, offset, size)):
-            yield key.decode("utf-8")
+        yield from _entries(_block(data, offset, size))
 
 
 def _block(data, offset, size):
