@@ -28,11 +28,36 @@ def number(value):
     return "n/a" if value is None else f"{value:.2f}"
 
 
+# Su's colour rule ("if c > b, c is shown in green, otherwise in red",
+# kexue.fm/archives/8348), as a mark after c in results.md and su_table.md.
+C_BEATS_B, C_DOES_NOT_BEAT_B = "▲", "▼"
+
+
+def c_beats_b(b, c):
+    """Whether c beats b, as Su colours c; None when either is missing."""
+    return None if b is None or c is None else c > b
+
+
+def marked(text, b, c):
+    """`text` (c as printed) and Su's mark of c beside b (`c_beats_b`),
+    where both are numbers."""
+    beats = c_beats_b(b, c)
+    return text if beats is None else f"{text} {C_BEATS_B if beats else C_DOES_NOT_BEAT_B}"
+
+
+def published_text(published):
+    """Su's published `(a, b, c)` as the tables print it, c marked."""
+    a, b, c = published
+    return f"{a:.2f} / {b:.2f} / {marked(f'{c:.2f}', b, c)}"
+
+
 def cell_columns(cell):
     """A cell's printed a, b, c, c's std, seeds, Su's a / b / c and Δ a / b / c.
 
     c is the mean over the seeds and std their sample standard deviation
     ("-" for one seed: no spread was measured); a failed cell shows why.
+    c, ours and Su's, is marked where it beats b and where not, as Su
+    colours it (`marked`).
     """
     a, _ = reported(cell, "raw")
     b, _ = reported(cell, "whitening")
@@ -44,7 +69,7 @@ def cell_columns(cell):
     else:
         c, std = reported(cell, "trained")
         seeds = cell["trained"][cell["reported_split"]].get("runs", 1)
-        c_text, std_text = number(c), "-" if std is None else number(std)
+        c_text, std_text = marked(number(c), b, c), "-" if std is None else number(std)
     published = cell.get("published")
     if not published:
         return number(a), number(b), c_text, std_text, str(seeds), "-", "-"
@@ -53,7 +78,7 @@ def cell_columns(cell):
         for ours, theirs in zip((a, b, c), published)
     ]
     return (number(a), number(b), c_text, std_text, str(seeds),
-            " / ".join(f"{v:.2f}" for v in published), " / ".join(deltas))
+            published_text(published), " / ".join(deltas))
 
 
 def split_text(scores, split):

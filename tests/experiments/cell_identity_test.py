@@ -301,9 +301,11 @@ def test_seeds_report_the_mean_and_spread_of_independent_runs(first_run, rerun):
     np.testing.assert_allclose(trained["spearman_std"], np.std(runs, ddof=1), rtol=1e-12)
     pearsons = [r["scores"]["test"]["pearson"] for r in cell["runs"]]
     np.testing.assert_allclose(trained["pearson_std"], np.std(pearsons, ddof=1), rtol=1e-12)
-    row = f"| {np.mean(runs):.2f} | {np.std(runs, ddof=1):.2f} | 3 | - | - |"
+    # c marked as Su colours it: ▲ where it beats b, ▼ where not.
+    mark = "▲" if np.mean(runs) > cell["whitening"]["test"]["spearman"] else "▼"
+    row = f"| {np.mean(runs):.2f} {mark} | {np.std(runs, ddof=1):.2f} | 3 | - | - |"
     assert row in (tmp_path / "out" / "results.md").read_text()
-    terminal = rf"{np.mean(runs):.2f} +{np.std(runs, ddof=1):.2f} +3 "
+    terminal = rf"{np.mean(runs):.2f} {mark} +{np.std(runs, ddof=1):.2f} +3 "
     assert re.search(terminal, out)
     # A run does not depend on the runs before it: seed 2 alone gives the same.
     alone_folder, _ = rerun("--seed", "2")
@@ -386,10 +388,15 @@ def test_su_cells_and_deltas_only_for_his_release():
         "trained": {"test": {"spearman": 75.25, "spearman_std": 0.5, "runs": 2}},
         "published": [69.0, 73.0, 76.0],
     }
+    # c beats b (75.25 > 72.50; Su's 76.00 > 73.00): both marked ▲, Su's green.
     assert cell_columns(cell) == (
-        "70.00", "72.50", "75.25", "0.50", "2", "69.00 / 73.00 / 76.00",
+        "70.00", "72.50", "75.25 ▲", "0.50", "2", "69.00 / 73.00 / 76.00 ▲",
         "+1.00 / -0.50 / -0.75")
     assert cell_columns(cell | {"published": None})[5:] == ("-", "-")
+    below = cell | {"whitening": {"test": {"spearman": 75.25}}, "published": [69.0, 76.0, 76.0]}
+    assert cell_columns(below)[2] == "75.25 ▼"  # Not above b: Su's red.
+    assert cell_columns(below)[5] == "69.00 / 76.00 / 76.00 ▼"
+    assert cell_columns(cell | {"whitening": None})[2] == "75.25"  # No b: no mark.
 
 
 def test_published_table_is_printed_on_request_only(first_run, tmp_path, capsys):

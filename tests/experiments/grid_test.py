@@ -95,9 +95,10 @@ def test_smoke_results_schema_and_resume(default_grid, capsys):
     su_table = (tmp_path / "out" / "su_table.md").read_text()
     for pooling in ("P1", "P4"):
         cell = cell_of(results["cells"], f"tiny_bert|{pooling}|STS-B|su|simcse")
+        b, c = cell["whitening"]["test"]["spearman"], cell["trained"]["test"]["spearman"]
+        mark = "▲" if c > b else "▼"  # Su's colour of c beside b.
         assert (f"| tiny_bert-{pooling} | {cell['raw']['test']['spearman']:.2f} / "
-                f"{cell['whitening']['test']['spearman']:.2f} / "
-                f"{cell['trained']['test']['spearman']:.2f} |") in su_table
+                f"{b:.2f} / {c:.2f} {mark} |") in su_table
     assert "su_table.md" in first
 
     run_recipe(tmp_path, model)  # Without --plot: the same cells.
@@ -279,7 +280,9 @@ def test_trained_whitening_column_equals_bojone_whitening_of_the_trained_vectors
     # on each split and on their average (all three scored here).
     assert "| c trained | c std | c+w |" in (tmp_path / "out" / "results.md").read_text()
     table = (tmp_path / "out" / "su_table.md").read_text()
-    average = " / ".join(
-        f"{np.average([cell[column][split]['spearman'] for split in SPLITS]):.2f}"
-        for column in ("raw", "whitening", "trained", "trained_whitening"))
+    averages = {column: np.average([cell[column][split]["spearman"] for split in SPLITS])
+                for column in ("raw", "whitening", "trained", "trained_whitening")}
+    texts = {column: f"{value:.2f}" for column, value in averages.items()}
+    texts["trained"] += " ▲" if averages["trained"] > averages["whitening"] else " ▼"
+    average = " / ".join(texts.values())
     assert f"### avg\n\n| a / b / c / c+w (avg) | STS-B |\n|---|---|\n| tiny_bert-P1 | {average} |" in table

@@ -6,6 +6,9 @@ import re
 import pytest
 
 from kcse.data.chinese import CHINESE_TASKS as TASKS
+from kcse.experiments.cell_record import C_BEATS_B
+from kcse.experiments.cell_record import C_DOES_NOT_BEAT_B
+from kcse.experiments.cell_record import published_text
 from kcse.experiments.published import SU_SIMCSE_TABLE
 from kcse.experiments.published import published_cell
 from kcse.layers.pooling_rules import SU_POOLINGS as POOLINGS
@@ -96,6 +99,16 @@ def test_green_exactly_when_simcse_beats_whitening(seed_table):
         if (color == "green") != (table[key][2] > table[key][1])
     }
     assert not wrong, f"colour disagrees with c > b in the seed: {wrong}"
+
+
+def test_tables_mark_su_cells_as_he_colours_them(seed_table):
+    # su_table.md and results.md print his c with ▲ where his table has it
+    # green and ▼ where red, for all 150 cells.
+    table, colors = seed_table
+    marks = {key: published_text(table[key]).rsplit(" ", 1)[1] for key in colors}
+    assert marks == {key: C_BEATS_B if color == "green" else C_DOES_NOT_BEAT_B
+                     for key, color in colors.items()}
+    assert set(marks.values()) == {C_BEATS_B, C_DOES_NOT_BEAT_B}
 
 
 def test_table_shape_and_keys():

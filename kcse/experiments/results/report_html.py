@@ -15,9 +15,8 @@ import base64
 import html
 import re
 
-from kcse.experiments.cell_record import FAILED
+from kcse.experiments.cell_record import c_beats_b
 from kcse.experiments.cell_record import number
-from kcse.experiments.cell_record import split_value
 from kcse.experiments.results.plot_files import cell_plots
 from kcse.experiments.results.tables import CHINESE_TITLE
 from kcse.experiments.results.tables import latest_line
@@ -74,10 +73,9 @@ def report_html(cells_by_key, directory, title=CHINESE_TITLE):
 
 
 def colour(b, c):
-    """Su's colour of c beside b (None: one of them missing)."""
-    if b is None or c is None:
-        return None
-    return WINS if c > b else LOSES
+    """Su's colour of c beside b (None: one of them missing; `c_beats_b`)."""
+    beats = c_beats_b(b, c)
+    return None if beats is None else WINS if beats else LOSES
 
 
 def _section(section, keys, directory):
@@ -113,8 +111,7 @@ def _entry(section, cell, split, key, plots):
     to the cell's plots from the table of its reported split."""
     texts = [column.text(cell, split) for column in section.columns]
     fields = [column.field for column in section.columns]
-    c = None if cell["status"] == FAILED else split_value(cell.get("trained") or {}, split)
-    ours = _numbers(texts, fields, split_value(cell.get("whitening") or {}, split), c)
+    ours = _numbers(texts, fields, *section.b_and_c(cell, split))
     error = f' title="{html.escape(cell["error"])}"' if cell.get("error") else ""
     parts = [f'<td data-cell="{html.escape(key)}" data-split="{html.escape(split)}"{error}>',
              f'<div class="ours">{ours}</div>']

@@ -12,8 +12,14 @@ import pathlib
 from kcse.data.chinese import CHINESE_TASKS
 from kcse.experiments.cell_record import AVERAGED_SPLITS
 from kcse.experiments.cell_record import AVERAGES
+from kcse.experiments.cell_record import C_BEATS_B
+from kcse.experiments.cell_record import C_DOES_NOT_BEAT_B
+from kcse.experiments.cell_record import FAILED
 from kcse.experiments.cell_record import cell_columns
+from kcse.experiments.cell_record import marked
+from kcse.experiments.cell_record import published_text
 from kcse.experiments.cell_record import split_average
+from kcse.experiments.cell_record import split_value
 from kcse.experiments.columns import COLUMNS
 from kcse.experiments.results.identity import shown_settings
 
@@ -71,11 +77,27 @@ def result_rows(cells):
     return rows
 
 
+# Su's marks, said in results.md and su_table.md.
+MARKS_LEGEND = (f"As Su colours his table, c (ours and his) is marked {C_BEATS_B} where it "
+                f"beats b (his green) and {C_DOES_NOT_BEAT_B} where it does not (his red).")
+# Said where a P2 cell is shown: why its b is P1's.
+P2_WHITENING_LEGEND = (
+    "P2's b is P1's up to float32 rounding (which can move the second decimal): "
+    "P2 is P1 through the pooler's Dense, built linear as Su's code builds it "
+    "(bert4keras `with_pool='linear'`), and whitening that keeps every dimension "
+    "gives Ax + c the cosines it gives x for any invertible A. Su's published P2 "
+    "b differ from his P1 b.")
+
+
 def legends(cells):
     """The sentences of the columns `cells` have that the tables' fixed
-    text does not describe, each after a space."""
-    return "".join(f" {column.legend}" for column in COLUMNS
+    text does not describe, and the P2 note where a P2 cell has b, each
+    after a space."""
+    text = "".join(f" {column.legend}" for column in COLUMNS
                    if column.legend and column.shown(cells))
+    if any(cell["pooling"] == "P2" and cell.get("whitening") for cell in cells):
+        text += f" {P2_WHITENING_LEGEND}"
+    return text
 
 
 def markdown(cells_by_key, title=CHINESE_TITLE):
@@ -98,7 +120,7 @@ def markdown(cells_by_key, title=CHINESE_TITLE):
         "cell's own versions, commit, date and kcse numerics revision are "
         "under Provenance, with the vectors b's whitening was adapted on and "
         "its numerically null directions (zeroed, not scaled up: "
-        "`kcse.layers.Whitening`)." + legends(cells),
+        f"`kcse.layers.Whitening`). {MARKS_LEGEND}" + legends(cells),
     ]
     if cells:
         lines += ["", latest_line(cells)]
@@ -171,7 +193,8 @@ def su_markdown(cells_by_key, title=CHINESE_TITLE):
         "number (c is scored on `--trained-splits`, default test only); "
         "`n/a`: b without data to whiten on. The rows **Su** give his "
         "published a / b / c (unsupervised SimCSE; he does not say on which "
-        "split) under ours, where the model is his release. Every cell's "
+        "split) under ours, where the model is his release. "
+        f"{MARKS_LEGEND} Every cell's "
         "settings, versions and provenance: results.md." + legends(cells),
     ]
     for section in su_sections(cells):
@@ -206,8 +229,20 @@ class SuSection:
         return " / ".join(column.label for column in self.columns)
 
     def entry(self, cell, split):
-        """`cell`'s entry on `split`, as su_table.md prints it."""
-        return " / ".join(column.text(cell, split) for column in self.columns)
+        """`cell`'s entry on `split`, as su_table.md prints it: c marked
+        where it beats b and where not (`cell_record.marked`)."""
+        b, c = self.b_and_c(cell, split)
+        return " / ".join(marked(column.text(cell, split), b, c)
+                          if column.field == "trained" else column.text(cell, split)
+                          for column in self.columns)
+
+    @staticmethod
+    def b_and_c(cell, split):
+        """`cell`'s b and c on `split`, None where it has no such number
+        (and c of a failed cell)."""
+        b = split_value(cell.get("whitening") or {}, split)
+        c = None if cell["status"] == FAILED else split_value(cell.get("trained") or {}, split)
+        return b, c
 
 
 def su_sections(cells):
@@ -252,11 +287,6 @@ def _su_layout(cells, names, method, protocol, label, identifier):
         columns, splits + (list(AVERAGES) if averaged else []))
 
 
-def published_text(cell):
-    """Su's published a / b / c of `cell`, as the tables print it."""
-    return " / ".join(f"{value:.2f}" for value in cell["published"])
-
-
 def _su_section(section):
     """The markdown tables of one `SuSection`."""
     lines = []
@@ -267,7 +297,7 @@ def _su_section(section):
                                   for cell in found)))
             if any(cell is not None and cell.get("published") for cell in found):
                 table.append(("Su", *(
-                    published_text(cell) if cell is not None and cell.get("published")
+                    published_text(cell["published"]) if cell is not None and cell.get("published")
                     else "" for cell in found)))
         lines += ["", f"### {split}", ""] + _markdown_table(table)
     return lines
