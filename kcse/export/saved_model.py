@@ -428,7 +428,10 @@ def stored_variables_problem(path, variables):
     it skipped those values.
     """
     prefix = pathlib.Path(path, "variables", "variables")
-    header, entries = checkpoint_bundle.bundle_index(prefix)
+    try:
+        header, entries = checkpoint_bundle.bundle_index(prefix)
+    except (OSError, ValueError) as error:  # Unreadable, or not a table.
+        return f"its checkpoint index cannot be read: {error}"
     keys = checkpoint_bundle.list_checkpoint_keys(prefix, "weights")
     if len(keys) != len(variables):
         return f"its checkpoint lists {len(keys)} weights, not {len(variables)}"

@@ -169,21 +169,31 @@ def test_ids_only_encoder_is_checked_on_fixed_token_ids(tmp_path, capsys):
     assert [p.name for p in tmp_path.iterdir()] == ["ids"]
 
 
+def save_then_change(monkeypatch, name, change):
+    """Makes `tf.saved_model.save` rewrite the file `variables/<name>` it
+    wrote as `change(its bytes)`, before the export's check reads it."""
+    save = tf.saved_model.save
+
+    def save_and_change(module, folder, **kwargs):
+        save(module, folder, **kwargs)
+        written = pathlib.Path(folder, "variables", name)
+        written.write_bytes(change(written.read_bytes()))
+
+    monkeypatch.setattr(tf.saved_model, "save", save_and_change)
+
+
 def test_a_checkpoint_that_differs_from_the_weights_is_never_swapped_in(tmp_path, monkeypatch):
     # The check runs the SavedModel on the encoder's own variables and
     # compares the checkpoint with them byte for byte: one flipped bit in
     # the data file fails the export.
     encoder = kcse.SentenceEncoder(tiny_bert(seed=5), tiny_preprocessor())
-    save = tf.saved_model.save
 
-    def save_then_flip_a_bit(module, folder, **kwargs):
-        save(module, folder, **kwargs)
-        data_file = pathlib.Path(folder, "variables", "variables.data-00000-of-00001")
-        data = bytearray(data_file.read_bytes())
+    def flip_a_bit(data):
+        data = bytearray(data)
         data[100] ^= 1
-        data_file.write_bytes(bytes(data))
+        return bytes(data)
 
-    monkeypatch.setattr(tf.saved_model, "save", save_then_flip_a_bit)
+    save_then_change(monkeypatch, "variables.data-00000-of-00001", flip_a_bit)
     with pytest.raises(export.ExportCheckError,
                        match=r"the SavedModel written to .*: the weight '.*' "
                              r"\('weights/\d+/.ATTRIBUTES/VARIABLE_VALUE'\) differs in rows"):
@@ -204,6 +214,17 @@ def test_the_check_runs_the_savedmodel_on_the_encoders_variables(good_export):
     assert export.stored_variables_problem(good_export, variables) is None
     assert export.stored_variables_problem(good_export, variables[1:]) == (
         f"its checkpoint lists {len(variables)} weights, not {len(variables) - 1}")
+
+
+def test_an_unreadable_checkpoint_index_is_a_check_error(tmp_path, monkeypatch):
+    encoder = kcse.SentenceEncoder(tiny_bert(seed=6), tiny_preprocessor())
+    # Without its last 8 bytes, the table's magic number.
+    save_then_change(monkeypatch, "variables.index", lambda data: data[:-8])
+    with pytest.raises(export.ExportCheckError,
+                       match=r"its checkpoint index cannot be read: .*variables.index: "
+                             "not a TensorFlow checkpoint index"):
+        encoder.export(tmp_path / "exported")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_checkpoint_holding_more_than_the_weights_is_a_problem(tmp_path):
