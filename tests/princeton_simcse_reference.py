@@ -45,6 +45,14 @@ def mlp_layer(kernel, bias):
     return mlp
 
 
+def mlp_output(kernel, bias, features):
+    """`MLPLayer` (`mlp_layer(kernel, bias)`) of `features`, as numpy: the
+    vectors of `sentemb_forward` with `pooler_type "cls"` and without
+    `--mlp_only_train`, for `features` the [CLS] states."""
+    with torch.no_grad():
+        return mlp_layer(kernel, bias)(torch.from_numpy(np.asarray(features, "float64"))).numpy()
+
+
 def cl_forward_loss(pooler_output, temperature=0.05, mlp=None):
     """`cl_forward`'s loss of `pooler_output` `(N, 2, hidden)` (the
     `Pooler`'s output, views z1, z2), with `mlp` applied first where given

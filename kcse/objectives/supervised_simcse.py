@@ -2,8 +2,10 @@
 
 import keras
 
+from kcse.layers.pooling_rules import POOLER_LAYER
 from kcse.losses.simcse_loss import SimCSELoss
 from kcse.objectives.encoder_objective import EncoderObjective
+from kcse.objectives.heads import INITIALIZER_RANGE
 
 
 @keras.saving.register_keras_serializable(package="kcse")
@@ -30,6 +32,16 @@ class SupervisedSimCSE(EncoderObjective):
             Both default to supervised SimCSE's, the method registry's
             paper settings (`kcse.experiments.methods.sup_simcse.PAPER_SETTINGS`,
             with their sources).
+        keep_mlp: bool. princeton's supervised setting (`--pooler_type cls`
+            without `--mlp_only_train`): a new MLP, Dense + tanh over [CLS]
+            (their `MLPLayer`, drawn as BERT's `_init_weights`: normal(0,
+            0.02) kernel, zero bias), trains with the encoder and stays at
+            test time. It is the encoder's pooler, so `encode`, saving and
+            every export carry it (princeton's `simcse_to_huggingface.py`
+            renames `mlp` to `pooler` likewise): build the encoder with
+            `pooling="pooler", pooler_activation="tanh"`; the pooler's
+            pretrained weights are replaced by the new MLP's, as their
+            `BertModel(add_pooling_layer=False)` drops them.
 
     `fit` raises `ValueError` for a batch size below 2 (the other triplets
     are the in-batch negatives) and leaves out a last in-memory batch of one
@@ -70,11 +82,23 @@ class SupervisedSimCSE(EncoderObjective):
     in_batch_negatives = True
 
     def __init__(
-        self, encoder, temperature=0.05, hard_negative_weight=0.0, **kwargs
+        self, encoder, temperature=0.05, hard_negative_weight=0.0, keep_mlp=False,
+        **kwargs
     ):
+        if keep_mlp and (encoder.pooling, encoder.pooler_activation) != ("pooler", "tanh"):
+            raise ValueError(
+                "keep_mlp=True trains princeton's MLP (Dense + tanh over [CLS]) as "
+                "the encoder's pooler, which encodes and exports it: build the "
+                "encoder with pooling='pooler', pooler_activation='tanh'; got "
+                f"pooling={encoder.pooling!r}, pooler_activation="
+                f"{encoder.pooler_activation!r}."
+            )
         super().__init__(encoder, **kwargs)
         self.temperature = temperature
         self.hard_negative_weight = hard_negative_weight
+        self.keep_mlp = bool(keep_mlp)
+        if self.keep_mlp:
+            draw_mlp_pooler(encoder.backbone)
         self.objective_loss = SimCSELoss(
             temperature, "cross_view", hard_negative_weight=hard_negative_weight
         )
@@ -90,6 +114,16 @@ class SupervisedSimCSE(EncoderObjective):
             {
                 "temperature": self.temperature,
                 "hard_negative_weight": self.hard_negative_weight,
+                "keep_mlp": self.keep_mlp,
             }
         )
         return config
+
+
+def draw_mlp_pooler(backbone):
+    """Draws `backbone`'s pooler Dense anew as princeton's `MLPLayer`:
+    normal(0, 0.02) kernel, zero bias (BERT's `_init_weights`)."""
+    pooler = backbone.get_layer(POOLER_LAYER)
+    draw = keras.initializers.RandomNormal(mean=0.0, stddev=INITIALIZER_RANGE)
+    pooler.kernel.assign(draw(pooler.kernel.shape, dtype=pooler.kernel.dtype))
+    pooler.bias.assign(keras.ops.zeros(pooler.bias.shape, dtype=pooler.bias.dtype))

@@ -13,6 +13,7 @@ from command_runs import train_arguments
 from kcse.commands import train
 from kcse.commands.main import main
 from kcse.experiments.methods.simcse import SimCSEMethod
+from princeton_simcse_reference import mlp_output
 from tiny_grid import read_strict_json
 
 
@@ -35,6 +36,35 @@ def test_train_writes_the_encoder_and_its_scores(trained_command):
     pairs = kcse.data.read_pairs(folder / "data" / "STS-B" / "STS-B.test.data")
     again = kcse.evaluation.evaluate_sts(encoder, pairs)["spearman"]
     assert abs(again - record["after"]["spearman"]) <= 1e-4
+
+
+def test_sup_simcse_keep_mlp_saves_princetons_mlp_as_the_pooler(trained_command, tmp_path,
+                                                               capsys):
+    """Reference: princeton-nlp/SimCSE simcse/models.py `sentemb_forward`
+    with `pooler_type "cls"` and without `--mlp_only_train`: `MLPLayer`
+    (torch, tests/princeton_simcse_reference.py) of [CLS], with the saved
+    encoder's MLP weights; kcse gives the [CLS] states. Only the cls row:
+    the MLP sits on [CLS]."""
+    folder, model, _ = trained_command
+    arguments = train_arguments(folder, model, "--method", "sup_simcse", "--keep-mlp")
+    arguments[arguments.index("--output") + 1] = str(tmp_path / "run")
+    assert main(arguments) == 0
+    record = json.loads((tmp_path / "run" / "train.json").read_text())
+    assert record["pooling"] == "pooler" and record["settings"]["keep_mlp"] is True
+    encoder = keras.saving.load_model(tmp_path / "run" / "encoder.keras")
+    assert (encoder.pooling, encoder.pooler_activation) == ("pooler", "tanh")
+    kernel, bias = encoder.backbone.get_layer("pooled_dense").get_weights()
+    assert abs(kernel.std() - 0.02) < 0.01  # Drawn as princeton's MLP, then trained.
+    texts = ["一个男人在弹吉他。", "一只猫在睡觉。"]
+    cls = kcse.SentenceEncoder(encoder.backbone, encoder.preprocessor, pooling="cls")
+    np.testing.assert_allclose(
+        encoder.encode(texts), mlp_output(kernel, bias, cls.encode(texts)),
+        atol=1e-5)
+
+    arguments[arguments.index("P1")] = "P3"
+    assert main(arguments + ["--overwrite"]) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        "--keep-mlp trains [CLS] through princeton's MLP: pooling cls (P1) only, not last_avg")
 
 
 def test_train_refuses_to_replace_a_model_before_any_work(trained_command, capsys):

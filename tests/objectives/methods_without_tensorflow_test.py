@@ -1,7 +1,8 @@
 """Every method on JAX where TensorFlow, tensorflow-text, jieba & co. cannot be imported.
 
 One subprocess (`tests/tensorflow_free.run`, as on the GPU machine) runs
-methods_without_tensorflow_worker.py: SimCSE, supervised SimCSE, CoSENT,
+methods_without_tensorflow_worker.py: SimCSE, supervised SimCSE (with
+princeton's MLP kept too), CoSENT,
 CLEAR's text views, ConSERT (every view, the adversarial one included; its
 joint mode and its two stages with the NLI head), SG-OPT and Contrastive
 Tension each fit a batch; P1-P4 and WK pooling, whitening, BERT-flow and
@@ -27,6 +28,7 @@ import authors_references
 import methods_without_tensorflow_worker as worker
 import sbert_wk_reference
 import tensorflow_free
+from princeton_simcse_reference import mlp_output
 
 WORKER = pathlib.Path(worker.__file__)
 # Not imported here: it sets KERAS_BACKEND=jax for the process that imports it.
@@ -34,7 +36,7 @@ THREE_STEPS_WORKER = WORKER.parent / "without_tensorflow_worker.py"
 METHODS = {
     "simcse", "supervised_simcse", "cosent", "clear", "consert_feature_span_cutoff",
     "consert_dropout_adversarial", "sg_opt", "contrastive_tension", "consert_stage_sup",
-    "consert_stage_unsup_shuffle_token_cutoff",
+    "consert_stage_unsup_shuffle_token_cutoff", "supervised_simcse_keep_mlp",
 }
 
 
@@ -58,6 +60,8 @@ def test_every_method_trains_on_jax_without_tensorflow(jax_run):
     ("simcse", lambda v: authors_references.bojone_simcse_loss(np.stack([v[0], v[0]], 1))),
     ("clear", lambda v: authors_references.bojone_simcse_loss(np.stack(v, 1))),
     ("supervised_simcse", lambda v: authors_references.princeton_simcse_loss(np.stack(v, 1))),
+    ("supervised_simcse_keep_mlp",
+     lambda v: authors_references.princeton_simcse_loss(np.stack(v, 1))),
     ("cosent", lambda v: authors_references.bojone_cosent_loss(
         worker.SCORES[:4], np.stack(v, 1))),
 ])
@@ -67,6 +71,18 @@ def test_first_step_loss_equals_the_authors(jax_run, name, reference):
     result = jax_run["methods"][name]
     vectors = [np.asarray(column) for column in result["first_batch"]]
     assert result["losses"][0] == pytest.approx(reference(vectors), rel=1e-4)
+
+
+def test_kept_mlp_is_princetons_on_cls(jax_run):
+    """Reference: princeton-nlp/SimCSE `MLPLayer` (torch,
+    tests/princeton_simcse_reference.py) of the [CLS] states, with the
+    weights `keep_mlp` drew (normal(0, 0.02), zero bias): the vectors the
+    first step trained on."""
+    result = jax_run["methods"]["supervised_simcse_keep_mlp"]
+    kernel, bias = (np.asarray(w) for w in result["mlp"])
+    assert abs(kernel.std() - 0.02) < 0.006 and not bias.any()
+    for cls, vectors in zip(result["cls"], result["first_batch"]):
+        np.testing.assert_allclose(vectors, mlp_output(kernel, bias, cls), atol=1e-6)
 
 
 def test_poolings_equal_their_definitions(jax_run):

@@ -27,14 +27,15 @@ NLI_LABELS = [0, 1, 2, 0, 2, 1, 0, 2]
 SCORES = [5.0, 1.0, 3.0, 0.0, 4.0, 2.0, 1.0, 3.0]
 
 
-def encoder(pooling="last_avg", dropout=0.0, num_layers=2, seed=0):
+def encoder(pooling="last_avg", dropout=0.0, num_layers=2, seed=0, pooler_activation="linear"):
     keras.utils.set_random_seed(seed)
     preprocessor = keras_hub.models.BertTextEmbedderPreprocessor(
         keras_hub.models.BertTokenizer(vocabulary=VOCABULARY), sequence_length=12)
     backbone = keras_hub.models.BertBackbone(
         vocabulary_size=len(VOCABULARY), num_layers=num_layers, num_heads=2, hidden_dim=8,
         intermediate_dim=16, max_sequence_length=16, dropout=dropout)
-    return kcse.SentenceEncoder(backbone, preprocessor, pooling=pooling)
+    return kcse.SentenceEncoder(backbone, preprocessor, pooling=pooling,
+                                pooler_activation=pooler_activation)
 
 
 def set_fixed_weights(model, seed=0):
@@ -124,6 +125,15 @@ def methods():
         train("contrastive_tension", kcse.ContrastiveTension(encoder(), negatives=3),
               SENTENCES, batch_size=8),
     ])
+    # Princeton's MLP kept as the pooler: its weights as drawn, and the
+    # [CLS] states it maps to the first batch's vectors.
+    triplets = (four, hypotheses, four[::-1])
+    kept = kcse.SupervisedSimCSE(encoder("pooler", pooler_activation="tanh"), keep_mlp=True)
+    cls = kcse.SentenceEncoder(kept.encoder.backbone, kept.preprocessor, pooling="cls")
+    drawn = {"mlp": [w.tolist() for w in kept.encoder.backbone.get_layer(
+        "pooled_dense").get_weights()], "cls": [vectors(cls, c).tolist() for c in triplets]}
+    _, result = train("supervised_simcse_keep_mlp", kept, triplets, columns=triplets)
+    results["supervised_simcse_keep_mlp"] = result | drawn
     # ConSERT's two stages: NLI (sup) then the target sentences (unsup), one encoder.
     shared = encoder(dropout=0.1)
     results.update([

@@ -10,8 +10,10 @@ from authors_references import bojone_cosent_loss
 from authors_references import princeton_simcse_loss
 from conftest import TINY_SENTENCES as SENTENCES
 from conftest import assert_mirrored_step_equals_single_step
+from conftest import one_step
 from conftest import tiny_bert
 from conftest import tiny_preprocessor
+from princeton_simcse_reference import mlp_output
 
 pytestmark = pytest.mark.usefixtures("unoptimised_tensorflow_graphs")
 
@@ -60,6 +62,56 @@ def test_supervised_simcse_forward_and_fit_loss(single_steps):
         np.stack(columns, axis=1), 0.05, hard_negative_weight=0.5
     )
     np.testing.assert_allclose(loss, expected, atol=1e-5)
+
+
+def pooler_encoder():
+    """A tiny BERT with its pooler, tanh (P2), kernels and embeddings drawn
+    wide: a random tiny BERT's [CLS] hardly differs from sentence to
+    sentence (mean cosine 0.67 here)."""
+    backbone = tiny_bert()
+    rng = np.random.default_rng(0)
+    for variable in backbone.trainable_weights:
+        if variable.path.endswith(("kernel", "embeddings")):
+            variable.assign(rng.normal(0.0, 0.6, variable.shape).astype("float32"))
+    return kcse.SentenceEncoder(backbone, tiny_preprocessor(), pooling="pooler",
+                                pooler_activation="tanh")
+
+
+def test_keep_mlp_trains_and_keeps_princetons_mlp_as_the_pooler():
+    """Reference: princeton-nlp/SimCSE simcse/models.py. With `pooler_type
+    "cls"`, `cl_forward` passes [CLS] through `MLPLayer` (transcribed in
+    torch, tests/princeton_simcse_reference.py) before the loss (with the
+    hard negative, tests/authors_references.py), and `sentemb_forward`
+    keeps it at test time without `--mlp_only_train`; `cl_init` draws it as
+    BERT's `_init_weights` (normal(0, 0.02), zero bias). kcse gives only
+    the [CLS] states and the MLP's weights."""
+    encoder = pooler_encoder()
+    pooler = encoder.backbone.get_layer("pooled_dense")
+    pretrained = pooler.get_weights()[0]
+    model = kcse.SupervisedSimCSE(encoder, hard_negative_weight=0.5, keep_mlp=True)
+    kernel, bias = pooler.get_weights()
+    assert np.abs(kernel - pretrained).max() > 0.1 and not bias.any()
+    assert abs(kernel.std() - 0.02) < 0.006 and abs(kernel.mean()) < 0.006
+    cls = kcse.SentenceEncoder(encoder.backbone, encoder.preprocessor, pooling="cls")
+    states = np.stack([cls.predict(column, verbose=0) for column in TRIPLETS], axis=1)
+    views = mlp_output(kernel, bias, states)
+    model.compile(optimizer=keras.optimizers.SGD(0.05))
+    loss, _ = one_step(model, TRIPLETS)
+    expected = princeton_simcse_loss(views, 0.05, hard_negative_weight=0.5)
+    np.testing.assert_allclose(loss, expected, atol=1e-5)
+    assert abs(princeton_simcse_loss(states, 0.05, hard_negative_weight=0.5) - expected) > 1e-3
+
+    trained_kernel, trained_bias = pooler.get_weights()
+    assert np.abs(trained_kernel - kernel).max() > 0  # The MLP trains with the encoder.
+    vectors = encoder.predict(SENTENCES, verbose=0)
+    np.testing.assert_allclose(
+        vectors, mlp_output(trained_kernel, trained_bias, cls.predict(SENTENCES, verbose=0)),
+        atol=1e-5)
+
+
+def test_keep_mlp_needs_the_pooler_with_tanh():
+    with pytest.raises(ValueError, match="pooling='pooler', pooler_activation='tanh'"):
+        kcse.SupervisedSimCSE(make_encoder(), keep_mlp=True)
 
 
 PAIRS = (SENTENCES, POSITIVES)
@@ -144,7 +196,9 @@ def test_relative_position_backbones_train(backbone_class):
 def test_config_round_trips():
     model = make_supervised(hard_negative_weight=0.3)
     restored = kcse.SupervisedSimCSE.from_config(model.get_config())
-    assert restored.hard_negative_weight == 0.3
+    assert restored.hard_negative_weight == 0.3 and not restored.keep_mlp
+    kept = kcse.SupervisedSimCSE(pooler_encoder(), keep_mlp=True)
+    assert kcse.SupervisedSimCSE.from_config(kept.get_config()).keep_mlp
     pairs = kcse.PairObjective(make_encoder(), kcse.losses.CoSENT(scale=10.0))
     restored = kcse.PairObjective.from_config(pairs.get_config())
     assert restored.objective_loss.scale == 10.0

@@ -24,7 +24,8 @@ PRINCETON = "princeton-nlp/SimCSE"
 PAPER_SETTINGS = {
     "scoring_pooling": UNSUPERVISED["scoring_pooling"],
     "training_pooling": PaperSetting(
-        "row", f"the pooling it scores (the grid's rows; {PRINCETON}: cls with its MLP)"),
+        "row", f"the pooling it scores (the grid's rows; {PRINCETON}: cls with its MLP, "
+        "--keep-mlp)"),
     "temperature": PaperSetting(0.05, f"{PRINCETON} train.py --temp 0.05"),
     "hard_negative_weight": PaperSetting(
         0.0, f"{PRINCETON}: --hard_negative_weight 0 (log-weight on each anchor's own "
@@ -91,6 +92,9 @@ class SupervisedSimCSEMethod(Method):
             train split.
         hard_negative_weight: float, added to each anchor's own hard
             negative logit.
+        keep_mlp: train and score [CLS] through princeton's MLP, kept as
+            the trained encoder's pooler (`kcse.SupervisedSimCSE`'s
+            `keep_mlp`); the cls row only.
     """
 
     name = "sup_simcse"
@@ -103,14 +107,21 @@ class SupervisedSimCSEMethod(Method):
              default=PAPER_SETTINGS["hard_negative_weight"].value,
              help=PAPER_SETTINGS["hard_negative_weight"].help),
         NLI_FLAG,
+        Flag("--keep-mlp", action="store_true", default=False,
+             help="train [CLS] through a new MLP (Dense + tanh) and keep it at test time as "
+             "the trained encoder's pooler, so it encodes and exports with it (princeton-"
+             "nlp/SimCSE's supervised setting: --pooler_type cls without --mlp_only_train; "
+             "simcse/models.py MLPLayer, cl_forward, sentemb_forward); --pooling cls, on a "
+             "backbone with a pooler layer (BERT-family)"),
     )
 
     def __init__(self, triplets=None,
                  hard_negative_weight=PAPER_SETTINGS["hard_negative_weight"].value,
-                 rematerialize=False):
+                 rematerialize=False, keep_mlp=False):
         super().__init__(rematerialize)
         self.triplets = triplets
         self.hard_negative_weight = hard_negative_weight
+        self.keep_mlp = keep_mlp
 
     @classmethod
     def from_args(cls, args, rematerialize=False):
@@ -120,13 +131,43 @@ class SupervisedSimCSEMethod(Method):
                 f"--nli {args.nli}: no triplet: no premise has both an entailment and a "
                 "contradiction hypothesis (supervised SimCSE pairs them, as "
                 "princeton-nlp/SimCSE's NLI data does)")
-        return cls(triplets, args.hard_negative_weight, rematerialize)
+        return cls(triplets, args.hard_negative_weight, rematerialize, args.keep_mlp)
+
+    def encoder_problem(self, encoder):
+        if not self.keep_mlp:
+            return None
+        from kcse.layers.pooling_rules import POOLER_LAYER
+
+        if encoder.pooling != "cls":
+            return ("--keep-mlp trains [CLS] through princeton's MLP: pooling cls (P1) only, "
+                    f"not {encoder.pooling}")
+        if not any(layer.name == POOLER_LAYER for layer in encoder.backbone.layers):
+            return (f"--keep-mlp keeps the MLP as the pooler, and {type(encoder.backbone).__name__}"
+                    " has no pooler layer (WoBERT, RoFormer and RoBERTa-style backbones)")
+        return None
+
+    def encoder_to_train(self, encoder, seed):
+        """With `keep_mlp`: an encoder on `encoder`'s backbone whose pooling
+        is the new MLP (the backbone's pooler, drawn anew, tanh)."""
+        if not self.keep_mlp:
+            return encoder
+        from kcse.objectives.supervised_simcse import draw_mlp_pooler
+        from kcse.sentence_encoder import SentenceEncoder
+
+        problem = self.encoder_problem(encoder)
+        if problem:
+            raise ValueError(problem)
+        draw_mlp_pooler(encoder.backbone)  # A zero pooler (e5's) is refused as P2.
+        return SentenceEncoder(
+            encoder.backbone, encoder.preprocessor, pooling="pooler",
+            pooler_activation="tanh", normalize=encoder.normalize,
+            prompts=encoder.prompts, default_prompt_name=encoder.default_prompt_name)
 
     def objective(self, encoder, protocol):
         from kcse.objectives.supervised_simcse import SupervisedSimCSE
 
         return SupervisedSimCSE(encoder, protocol.temperature, self.hard_negative_weight,
-                                rematerialize=self.rematerialize)
+                                keep_mlp=self.keep_mlp, rematerialize=self.rematerialize)
 
     @classmethod
     def trains_on_sentences(cls, args):
@@ -151,4 +192,4 @@ class SupervisedSimCSEMethod(Method):
             "triplets_digest": None if self.triplets is None else content_digest(
                 [self.triplets.anchors, self.triplets.entailments,
                  self.triplets.contradictions]),
-        }
+        } | ({"keep_mlp": True} if self.keep_mlp else {})  # Cells from before stay valid.
