@@ -59,6 +59,20 @@ def tiny_task_and_model(folder, shared_data):
     return f"{tiny_checkpoint(folder / 'tiny_bert', sample)}:bert"
 
 
+def write_nli(path, sample):
+    """A JSON-lines NLI file from the sample's train sentences (24 pairs,
+    labelled entailment, neutral, contradiction in turn)."""
+    pairs = sample["train"][:24]
+    labels = ["entailment", "neutral", "contradiction"]
+    lines = [
+        json.dumps({"sentence1": a, "sentence2": b, "gold_label": labels[i % 3]},
+                   ensure_ascii=False)
+        for i, (a, b, _) in enumerate(pairs)
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
 @pytest.fixture
 def tiny_setup(tmp_path, shared_data):
     """A task folder of real STS-B pairs and a tiny checkpoint model name."""

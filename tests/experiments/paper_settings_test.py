@@ -25,7 +25,9 @@ from kcse.layers.pooling_rules import resolve_pooling
 from kcse.objectives.contrastive_tension import ContrastiveTension
 from kcse.objectives.encoder_objective import EncoderObjective
 from tiny_grid import recipe
+from tiny_grid import stsb_sample
 from tiny_grid import tiny_setup  # noqa: F401 (a fixture)
+from tiny_grid import write_nli
 
 # The recipe that runs each method with its defaults, and its extra flags.
 RECIPES = {
@@ -35,7 +37,10 @@ RECIPES = {
     "sg_opt": ("sg_opt", []),
     "sup_simcse": ("sup_simcse", []),
     "ct": ("contrastive_tension", []),
+    "sbert_nli": ("sbert_nli", []),
 }
+# The flags a method cannot run without, the same on both paths.
+REQUIRED_NLI = {"sbert_nli"}
 
 
 def test_every_registered_method_has_a_recipe():
@@ -72,20 +77,24 @@ def fit_calls(monkeypatch):
 
 
 @pytest.mark.parametrize("name", sorted(RECIPES))
-def test_recipe_and_kcse_train_take_the_same_paper_settings(name, tiny_setup, fit_calls):
+def test_recipe_and_kcse_train_take_the_same_paper_settings(name, tiny_setup, fit_calls,
+                                                           shared_data):
     """The same method, its defaults only, by its recipe and by `kcse train`
     (`--protocol su`, the recipes' protocol; `kcse train`'s own default is
     the leak-free `clean`)."""
     tmp_path, model = tiny_setup
     data = str(tmp_path / "data")
     script, extra = RECIPES[name]
+    required = []
+    if name in REQUIRED_NLI:
+        required = ["--nli", str(write_nli(tmp_path / "nli.jsonl", stsb_sample(shared_data)))]
     recipe(script).main(["--models", model, "--tasks", "STS-B", "--data-dir", data,
-                         "--output", str(tmp_path / "recipe"), *extra])
+                         "--output", str(tmp_path / "recipe"), *extra, *required])
     from_recipe = list(fit_calls)
     fit_calls.clear()
     assert kcse_main(["train", "--model", model, "--method", name, "--task", "STS-B",
                      "--data-dir", data, "--protocol", "su",
-                     "--output", str(tmp_path / "train")]) == 0
+                     "--output", str(tmp_path / "train"), *required]) == 0
     from_train = list(fit_calls)
 
     cells = json.loads((tmp_path / "recipe" / "results.json").read_text())["cells"]
@@ -155,8 +164,8 @@ def test_every_method_states_every_setting_with_a_source():
     for name, method in methods.METHODS.items():
         for setting in ("scoring_pooling", "training_pooling", "temperature",
                         "optimizer", "learning_rate", "batch_size", "epochs"):
-            if setting == "temperature" and name == "ct":
-                continue  # Contrastive Tension's logistic loss has no temperature.
+            if setting == "temperature" and name in ("ct", "sbert_nli"):
+                continue  # Contrastive Tension's logistic loss, SBERT's softmax: none.
             assert setting in method.paper_settings, (name, setting)
         for setting, paper in method.paper_settings.items():
             assert paper.source.strip(), (name, setting)

@@ -2,7 +2,7 @@
 
 One subprocess (`tests/tensorflow_free.run`, as on the GPU machine) runs
 methods_without_tensorflow_worker.py: SimCSE, supervised SimCSE (with
-princeton's MLP kept too), CoSENT,
+princeton's MLP kept too), SBERT-NLI, CoSENT,
 CLEAR's text views, ConSERT (every view, the adversarial one included; its
 joint mode and its two stages with the NLI head), SG-OPT and Contrastive
 Tension each fit a batch; P1-P4 and WK pooling, whitening, BERT-flow and
@@ -29,6 +29,7 @@ import methods_without_tensorflow_worker as worker
 import sbert_wk_reference
 import tensorflow_free
 from princeton_simcse_reference import mlp_output
+from sbert_reference import softmax_loss
 
 WORKER = pathlib.Path(worker.__file__)
 # Not imported here: it sets KERAS_BACKEND=jax for the process that imports it.
@@ -36,7 +37,7 @@ THREE_STEPS_WORKER = WORKER.parent / "without_tensorflow_worker.py"
 METHODS = {
     "simcse", "supervised_simcse", "cosent", "clear", "consert_feature_span_cutoff",
     "consert_dropout_adversarial", "sg_opt", "contrastive_tension", "consert_stage_sup",
-    "consert_stage_unsup_shuffle_token_cutoff", "supervised_simcse_keep_mlp",
+    "consert_stage_unsup_shuffle_token_cutoff", "supervised_simcse_keep_mlp", "sbert_nli",
 }
 
 
@@ -83,6 +84,16 @@ def test_kept_mlp_is_princetons_on_cls(jax_run):
     assert abs(kernel.std() - 0.02) < 0.006 and not bias.any()
     for cls, vectors in zip(result["cls"], result["first_batch"]):
         np.testing.assert_allclose(vectors, mlp_output(kernel, bias, cls), atol=1e-6)
+
+
+def test_sbert_nli_first_loss_is_sentence_transformers_softmax_loss(jax_run):
+    """Reference: sentence-transformers' `SoftmaxLoss` (tests/sbert_reference.py)
+    on the first batch's vectors and the head's weights before the step."""
+    result = jax_run["methods"]["sbert_nli"]
+    kernel, bias = (np.asarray(w) for w in result["head"])
+    u, v = (np.asarray(column) for column in result["first_batch"])
+    expected = softmax_loss(u, v, worker.NLI_LABELS[:4], kernel, bias)
+    assert result["losses"][0] == pytest.approx(expected, rel=1e-4)
 
 
 def test_poolings_equal_their_definitions(jax_run):

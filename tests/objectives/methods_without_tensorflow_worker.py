@@ -134,6 +134,16 @@ def methods():
         "pooled_dense").get_weights()], "cls": [vectors(cls, c).tolist() for c in triplets]}
     _, result = train("supervised_simcse_keep_mlp", kept, triplets, columns=triplets)
     results["supervised_simcse_keep_mlp"] = result | drawn
+    # SBERT-NLI as the method registry builds it, with its head's first weights.
+    from kcse.experiments.methods import SBERTNLIMethod
+    from kcse.experiments.protocols import PROTOCOLS
+
+    sbert = SBERTNLIMethod(kcse.data.NLIPairs(four, hypotheses, labels)).objective(
+        encoder(), PROTOCOLS["su"])
+    head = [w.tolist() for w in sbert.classifier.dense.get_weights()]
+    _, result = train("sbert_nli", sbert, (four, hypotheses), labels,
+                      columns=[four, hypotheses])
+    results["sbert_nli"] = result | {"head": head}
     # ConSERT's two stages: NLI (sup) then the target sentences (unsup), one encoder.
     shared = encoder(dropout=0.1)
     results.update([

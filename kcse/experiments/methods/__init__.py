@@ -18,6 +18,8 @@ Adding a method is a file here and a line in `METHODS`.
   task's sentences.
 - `LinearProbeMethod`: Su's linear probe, SimCSE on a Dense layer over the
   frozen encoder.
+- `SBERTNLIMethod`: SBERT's softmax classifier on NLI pairs, the
+  supervised baseline of ConSERT's and SG-OPT's tables.
 
 Unlabelled sentences follow the protocol (`su`: every split, `clean`: train
 only). Labels are only ever read from the train split or an NLI file, under
@@ -43,6 +45,7 @@ grid.run_grid(grid.Grid(
 from kcse.experiments.methods.consert import ConSERTMethod
 from kcse.experiments.methods.contrastive_tension import ContrastiveTensionMethod
 from kcse.experiments.methods.linear_probe import LinearProbeMethod
+from kcse.experiments.methods.sbert_nli import SBERTNLIMethod
 from kcse.experiments.methods.sg_opt import SGOptMethod
 from kcse.experiments.methods.simcse import SimCSEMethod
 from kcse.experiments.methods.sup_simcse import SupervisedSimCSEMethod
@@ -60,6 +63,7 @@ METHODS = {
         SupervisedSimCSEMethod,
         ContrastiveTensionMethod,
         LinearProbeMethod,
+        SBERTNLIMethod,
     )
 }
 

@@ -248,5 +248,5 @@ def script_optimizer(choice, protocol, samples, **adamw):
 # The NLI file ConSERT's supervised modes and supervised SimCSE's triplets read.
 NLI_FLAG = Flag(
     "--nli", type=pathlib.Path, input_file=True,
-    help="SNLI / CNSD JSON-lines file: ConSERT's supervised modes; "
-    "supervised SimCSE's triplets (default: from the task's train labels)")
+    help="SNLI / CNSD JSON-lines file: ConSERT's supervised modes; SBERT-NLI's pairs "
+    "(required); supervised SimCSE's triplets (default: from the task's train labels)")
