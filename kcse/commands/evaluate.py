@@ -33,14 +33,16 @@ def add_parser(subparsers):
                           "named by its file stem")
     evaluate.add_argument("--suite", choices=(english_sts.SUITE,),
                           help="instead of --data: STS12-16 (each year's sub-corpora "
-                          "pooled, one Spearman: SentEval's 'all', as "
-                          "princeton-nlp/SimCSE's evaluation.py reports), STS-B and "
-                          "SICK-R test, and their average, Spearman x100, from "
-                          "--data-dir")
+                          "pooled, one Spearman: 'all', as princeton-nlp/SimCSE's "
+                          "evaluation.py reports; and SentEval's 'wmean' of the "
+                          "sub-corpora, a row beside it), STS-B and SICK-R test, and "
+                          "their average, Spearman x100, from --data-dir")
     evaluate.add_argument("--data-dir", type=pathlib.Path,
                           help="--suite english-sts: the folder holding sts_en/STS12.."
                           "STS16/*.test.tsv, sts_en/SICK/SICK_test_annotated.txt and "
-                          "stsb_multi_mt/stsb-en-test.csv (laid out as ../shared/data)")
+                          "stsb_multi_mt/stsb-en-test.csv (laid out as ../shared/data), "
+                          "or SentEval's data folder as its get_transfer_data.bash lays "
+                          "it out (downstream/STS/STS12-en-test/STS.input.*.txt, ...)")
     evaluate.add_argument("--markdown", type=pathlib.Path,
                           help="--suite english-sts: also write the table here")
     evaluate.add_argument("--batch-size", type=arguments.positive_integer, default=64,

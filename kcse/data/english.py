@@ -7,6 +7,13 @@ Files are looked up in a folder laid out like `../shared/data`:
     sts_en/SICK/SICK_test_annotated.txt          (SICK_train.txt, SICK_trial.txt)
     stsb_multi_mt/stsb-<language>-<split>.csv    (PhilipMay/stsb-multi-mt)
 
+or as SentEval's download script lays out its `data/downstream` folder
+(`kcse.data.senteval_sts`), which English STS is also read from:
+
+    STS/STS12-en-test … STS16-en-test/STS.input.<sub-corpus>.txt, STS.gs.<sub-corpus>.txt
+    STS/STSBenchmark/sts-<split>.csv
+    SICK/SICK_test_annotated.txt
+
 Data cards: `data_cards/sts_en.md`, `data_cards/stsb_multi_mt.md`.
 """
 
@@ -20,6 +27,10 @@ from kcse.data import SentencePairs
 from kcse.data import read_pairs
 from kcse.data import _labels
 from kcse.data import _paths
+from kcse.data.senteval_sts import read_senteval_year
+from kcse.data.senteval_sts import read_stsbenchmark_file
+from kcse.data.senteval_sts import senteval_candidates
+from kcse.data.senteval_sts import senteval_year_folders
 
 STS_YEARS = ("STS12", "STS13", "STS14", "STS15", "STS16")
 ENGLISH_STS = STS_YEARS + ("STS-B", "SICK-R")
@@ -146,14 +157,21 @@ def read_english_sts(data_dir, name, split="test", on_error="raise"):
     """Reads an English STS evaluation set.
 
     - `"STS12"` … `"STS16"`: every `sts_en/STSxx/*.test.tsv` sub-corpus file,
-      concatenated in file-name order: the pooled "all" setting that
-      princeton-nlp/SimCSE reports. Pairs without a gold score are left out.
-      Only `split="test"` exists.
-    - `"STS-B"`: `stsb_multi_mt/stsb-en-<split>.csv`, split `"train"`,
-      `"dev"` or `"test"` (default).
-    - `"SICK-R"`: `sts_en/SICK/SICK_test_annotated.txt` (relatedness 1–5);
-      `"train"` / `"dev"` read `SICK_train.txt` / `SICK_trial.txt` when
-      present.
+      else every sub-corpus of SentEval's `STS/STSxx-en-test/` (an
+      `STS.input.<corpus>.txt` with its `STS.gs.<corpus>.txt`), whichever
+      sub-corpora are there, concatenated in name order: the pooled "all"
+      setting that princeton-nlp/SimCSE reports, with each sub-corpus in
+      `parts` for SentEval's mean and wmean. Pairs without a gold score
+      are left out. Only `split="test"` exists.
+    - `"STS-B"`: `stsb_multi_mt/stsb-en-<split>.csv`, else SentEval's
+      `STS/STSBenchmark/sts-<split>.csv`; split `"train"`, `"dev"` or
+      `"test"` (default).
+    - `"SICK-R"`: `sts_en/SICK/SICK_test_annotated.txt` (relatedness 1–5),
+      or SentEval's `SICK/`; `"train"` / `"dev"` read `SICK_train.txt` /
+      `SICK_trial.txt` when present.
+
+    SentEval's folders are looked for in `data_dir`, `data_dir/downstream`
+    and `data_dir/data/downstream` (SentEval's `data` folder).
 
     Args:
         data_dir: folder laid out like `../shared/data` (for STS12–16 and
@@ -191,14 +209,15 @@ def read_english_sts(data_dir, name, split="test", on_error="raise"):
     ```
     """
     name = english_sts_name(name)
+    data_dir = pathlib.Path(os.fspath(data_dir))
     if name == "STS-B":
-        return read_stsb_multi_mt(data_dir, "en", split, on_error=on_error)
+        return read_stsb_english(data_dir, split, on_error)
     if name == "SICK-R":
         split = _paths.canonical_name(split, tuple(SICK_FILES), _SPLIT_ALIASES, "split")
         file = SICK_FILES[split]
         path = _paths.find_file(
             data_dir,
-            [f"sts_en/SICK/{file}", f"SICK/{file}", file],
+            [f"sts_en/SICK/{file}", *senteval_candidates(f"SICK/{file}"), file],
             what=f"SICK {split} file",
             card="sts_en.md",
             source_url=STS_EN_SOURCE,
@@ -206,17 +225,42 @@ def read_english_sts(data_dir, name, split="test", on_error="raise"):
         return read_sick_file(path, on_error=on_error)
     if split != "test":
         raise ValueError(f"{name} has only a 'test' split; got split={split!r}.")
-    data_dir = pathlib.Path(os.fspath(data_dir))
     folders = [data_dir / "sts_en" / name, data_dir / name]
     for folder in folders:
         files = sorted(folder.glob("*.test.tsv"))
         if files:
             return read_sts_files(files, on_error=on_error)
+    senteval = senteval_year_folders(data_dir, name)
+    for folder in senteval:
+        parts = read_senteval_year(folder, on_error)
+        if parts:
+            return pooled_pairs([(part, checked_sts_scale(pairs, on_error))
+                                 for part, pairs in parts], folder)
+    tried = " or ".join(f"{folder}/*.test.tsv" for folder in folders)
+    tried += " or " + " or ".join(f"{folder}/STS.input.*.txt" for folder in senteval)
     raise FileNotFoundError(
-        f"{name} not found: no *.test.tsv file in "
-        f"{' or '.join(str(f) for f in folders)}. Download it as the data card "
+        f"{name} not found: no file at {tried}. Download it as the data card "
         f"says ({_paths.card_hint('sts_en.md', STS_EN_SOURCE)})."
     )
+
+
+def read_stsb_english(data_dir, split, on_error):
+    """English STS-B: stsb-multi-mt's `en` CSV, else SentEval's
+    `STS/STSBenchmark/sts-<split>.csv`."""
+    try:
+        return read_stsb_multi_mt(data_dir, "en", split, on_error=on_error)
+    except FileNotFoundError as missing:
+        split = _paths.canonical_name(split, STSB_MULTI_MT_SPLITS, _SPLIT_ALIASES, "split")
+        candidates = [data_dir / candidate for candidate in
+                      senteval_candidates(f"STS/STSBenchmark/sts-{split}.csv")]
+        for path in candidates:
+            if path.is_file():
+                return read_stsb_csv(path, on_error=on_error, senteval=True)
+        raise FileNotFoundError(
+            f"{str(missing).split('. Download')[0]}, nor SentEval's at "
+            f"{' or '.join(map(str, candidates))}. Download it as the data card says "
+            f"({_paths.card_hint('stsb_multi_mt.md', stsb_multi_mt_url('en', split))})."
+        ) from None
 
 
 def read_sick_file(path, on_error="raise"):
@@ -229,13 +273,17 @@ def read_sick_file(path, on_error="raise"):
     )
 
 
-def read_stsb_csv(path, on_error="raise"):
-    """Reads one stsb-multi-mt CSV (`sentence1,sentence2,score`, no header);
-    scores must lie in 0–5."""
-    pairs = read_pairs(path, format="stsb_csv", on_error=on_error)
+def read_stsb_csv(path, on_error="raise", senteval=False):
+    """Reads one stsb-multi-mt CSV (`sentence1,sentence2,score`, no header),
+    or with `senteval` SentEval's tab-separated `sts-<split>.csv`; scores
+    must lie in 0–5."""
+    if senteval:  # A record a non-blank line, as sts_tsv's.
+        pairs, format = read_stsbenchmark_file(path, on_error=on_error), "sts_tsv"
+    else:
+        pairs, format = read_pairs(path, format="stsb_csv", on_error=on_error), "stsb_csv"
     return _labels.check_scale(
         pairs, 0.0, 5.0, binary=False, what="STS-B", on_error=on_error,
-        format="stsb_csv", stacklevel=4,
+        format=format, stacklevel=4,
     )
 
 
@@ -261,24 +309,30 @@ def read_sts_files(paths, on_error="raise", names=None):
         names = [p.name.removesuffix(".tsv").removesuffix(".test") for p in paths]
     if len(names) != len(paths):
         raise ValueError(f"{len(names)} names for {len(paths)} files.")
-    pooled = PooledSentencePairs(
-        [], [], [], source=os.path.commonpath([str(p.parent) for p in paths])
-    )
-    scores = []
-    for path, name in zip(paths, names):
-        part = read_pairs(path, format="sts_tsv", on_error=on_error)
-        part = _labels.check_scale(
-            part, 0.0, 5.0, binary=False, what="STS", on_error=on_error,
-            format="sts_tsv", stacklevel=3,
-        )
-        if name in pooled.parts:
-            raise ValueError(f"two files for sub-corpus {name!r} in {paths}.")
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ValueError(f"two files for sub-corpus {repeated[0]!r} in {paths}.")
+    parts = [(name, checked_sts_scale(read_pairs(path, format="sts_tsv", on_error=on_error),
+                                      on_error))
+             for path, name in zip(paths, names)]
+    return pooled_pairs(parts, os.path.commonpath([str(p.parent) for p in paths]))
+
+
+def checked_sts_scale(pairs, on_error):
+    """`pairs` with STS scores checked to lie in 0–5 (`_labels.check_scale`)."""
+    return _labels.check_scale(pairs, 0.0, 5.0, binary=False, what="STS",
+                               on_error=on_error, format="sts_tsv", stacklevel=4)
+
+
+def pooled_pairs(parts, source):
+    """`PooledSentencePairs` of `[(sub-corpus, SentencePairs)]`, in order."""
+    pooled = PooledSentencePairs([], [], np.zeros(0), source=str(source))
+    for name, part in parts:
         pooled.parts[name] = part
         pooled.sentences1 += part.sentences1
         pooled.sentences2 += part.sentences2
-        scores.append(part.scores)
         pooled.skipped += [(name, line) for line in part.skipped]
-    pooled.scores = np.concatenate(scores)
+    pooled.scores = np.concatenate([part.scores for _, part in parts])
     return pooled
 
 

@@ -198,13 +198,19 @@ def evaluate_sts(encoder, pairs_or_path, batch_size=64):
     if _is_token_pairs(pairs_or_path):
         return _evaluate_token_pairs(encoder, *pairs_or_path, batch_size)
     pairs = as_sentence_pairs(pairs_or_path)
+    return scored_cosines(pairs.scores, pair_cosines(encoder, pairs, batch_size))
+
+
+def pair_cosines(encoder, pairs, batch_size=64):
+    """The cosine of each pair of `pairs` (`SentencePairs`, checked as
+    `evaluate_sts` checks them), encoded in one `encode` call."""
     check_scorable(pairs)
     batch_size = check_count(batch_size, "batch_size")
     count = len(pairs)
     vectors = encoder.encode(
         pairs.sentences1 + pairs.sentences2, batch_size=batch_size
     )
-    return _scored(pairs.scores, cosine_scores(vectors[:count], vectors[count:]))
+    return cosine_scores(vectors[:count], vectors[count:])
 
 
 def _is_token_pairs(pairs):
@@ -229,10 +235,10 @@ def _evaluate_token_pairs(encoder, tokens1, tokens2, scores, batch_size):
     vectors1, vectors2 = (
         encoder.predict(tokens, batch_size=batch_size, verbose=0) for tokens in (tokens1, tokens2)
     )
-    return _scored(gold, cosine_scores(vectors1, vectors2))
+    return scored_cosines(gold, cosine_scores(vectors1, vectors2))
 
 
-def _scored(gold, predicted):
+def scored_cosines(gold, predicted):
     """`sts_correlations` of cosines `predicted`, unless they are undefined."""
     if not np.all(np.isfinite(predicted)):
         raise UndefinedCorrelationError(

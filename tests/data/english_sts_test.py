@@ -180,3 +180,80 @@ def test_shared_files_are_the_listed_subcorpora(shared_data):
     for name, parts in STS_SUBCORPORA.items():
         present = sorted(f.name for f in (shared_data / "sts_en" / name).glob("*.test.tsv"))
         assert present == sorted(f"{p}.test.tsv" for p in parts)
+
+
+def write_senteval_corpus(folder, name, inputs, gold):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"STS.input.{name}.txt").write_text("".join(f"{line}\n" for line in inputs),
+                                                  encoding="utf-8")
+    if gold is not None:
+        (folder / f"STS.gs.{name}.txt").write_text("".join(f"{line}\n" for line in gold),
+                                                   encoding="utf-8")
+
+
+@pytest.mark.parametrize("parent", ["", "downstream", "data/downstream"])
+def test_senteval_layout_pools_every_sub_corpus_present(tmp_path, parent):
+    """SentEval's get_transfer_data.bash layout, from the folder holding
+    STS/, SentEval's data/downstream or its data: every STS.input.X.txt with
+    its STS.gs.X.txt, in name order; an empty gold line is a pair without
+    gold, left out as `STSEval.loadFile` leaves it (`raw_scores != ''`)."""
+    folder = tmp_path / parent / "STS" / "STS12-en-test"
+    write_senteval_corpus(folder, "surprise.OnWN", ["a b\tc d", "e f\tg h"], ["4.2", "1"])
+    write_senteval_corpus(folder, "MSRvid", ["i j\tk l", "m\tn", "o p\tq r"], ["0.5", "", "5"])
+    pooled = read_english_sts(tmp_path, "STS12")
+    assert list(pooled.parts) == ["MSRvid", "surprise.OnWN"]
+    assert pooled.sentences1 == ["i j", "o p", "a b", "e f"]
+    assert pooled.sentences2 == ["k l", "q r", "c d", "g h"]
+    assert pooled.scores.tolist() == [0.5, 5.0, 4.2, 1.0]
+    assert pooled.skipped == [("MSRvid", 2)]
+
+
+def test_senteval_layout_errors_name_the_file_and_line(tmp_path):
+    folder = tmp_path / "STS" / "STS15-en-test"
+    write_senteval_corpus(folder, "belief", ["a\tb", "c\td"], None)
+    with pytest.raises(FileNotFoundError, match=re.escape(
+            f"{folder / 'STS.input.belief.txt'}: its gold scores are missing: no "
+            "STS.gs.belief.txt beside it")):
+        read_english_sts(tmp_path, "STS15")
+    write_senteval_corpus(folder, "belief", ["a\tb", "c\td"], ["3"])
+    with pytest.raises(ValueError, match=r"STS\.input\.belief\.txt: 2 lines, but .*"
+                       r"STS\.gs\.belief\.txt: 1; SentEval pairs them line for line"):
+        read_english_sts(tmp_path, "STS15")
+    write_senteval_corpus(folder, "belief", ["a\tb", "c d"], ["3", "2"])
+    with pytest.raises(ValueError, match=r"STS\.input\.belief\.txt:2: expected 2 "
+                       r"tab-separated sentences \(s1, s2\); got 1\."):
+        read_english_sts(tmp_path, "STS15")
+    write_senteval_corpus(folder, "belief", ["a\tb", "c\td"], ["3", "x"])
+    with pytest.raises(ValueError, match=r"STS\.input\.belief\.txt:2: gold score in "
+                       r"STS\.gs\.belief\.txt 'x' is not a number\."):
+        read_english_sts(tmp_path, "STS15")
+    write_senteval_corpus(folder, "belief", ["a\tb", "c\td"], ["3", "7.5"])
+    with pytest.raises(LabelScaleError, match=r"STS\.input\.belief\.txt:2: label 7.5 is "
+                       "outside the STS scale"):
+        read_english_sts(tmp_path, "STS15")
+
+
+def test_senteval_stsbenchmark_and_sick(tmp_path, shared_data):
+    """STS-B from SentEval's STS/STSBenchmark/sts-<split>.csv (score and
+    sentences in tab-separated fields 5-7, `STSBenchmarkEval.loadFile`; some
+    lines carry more) when stsb-multi-mt's is absent; SICK from SentEval's
+    SICK/ folder."""
+    benchmark = tmp_path / "downstream" / "STS" / "STSBenchmark"
+    benchmark.mkdir(parents=True)
+    (benchmark / "sts-dev.csv").write_text(
+        "main-captions\tMSRvid\t2012test\t0000\t5.000\ta man plays .\ta man is playing .\n"
+        "main-news\theadlines\t2015\t0011\t0.5\tstocks fall\tit rains\tsource\textra\n",
+        encoding="utf-8")
+    pairs = read_english_sts(tmp_path, "STS-B", split="dev")
+    assert pairs.sentences2 == ["a man is playing .", "it rains"]
+    assert pairs.scores.tolist() == [5.0, 0.5]
+    with pytest.raises(FileNotFoundError) as error:
+        read_english_sts(tmp_path, "STS-B", split="test")
+    message = str(error.value)
+    assert str(tmp_path / "stsb_multi_mt" / "stsb-en-test.csv") in message
+    assert str(benchmark / "sts-test.csv") in message and "data_cards/stsb_multi_mt.md" in message
+    sick = tmp_path / "downstream" / "SICK"
+    sick.mkdir()
+    (sick / "SICK_test_annotated.txt").write_bytes(
+        (shared_data / "sts_en" / "SICK" / "SICK_test_annotated.txt").read_bytes())
+    assert len(read_english_sts(tmp_path, "SICK-R")) == 4927
