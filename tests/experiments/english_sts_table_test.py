@@ -21,7 +21,8 @@ import scipy.stats
 
 from kcse.commands.main import main as kcse_main
 from conftest import tiny_encoder_file
-from conftest import tiny_vocabulary
+from english_suite_files import random_pairs
+from english_suite_files import write_english_suite
 
 YEARS = {"STS12": ("MSRpar", "OnWN"), "STS13": ("FNWN",), "STS14": ("images", "OnWN"),
          "STS15": ("belief",), "STS16": ("headlines", "plagiarism")}
@@ -31,16 +32,6 @@ HEADER = ("| model | aggregate | STS12 | STS13 | STS14 | STS15 | STS16 | STS-B |
 SENTEVAL_EXTRA = ("STS12", "MSRvid")
 
 
-def random_pairs(rng, count, low=0.0):
-    words = tiny_vocabulary()[5:]
-
-    def sentence():
-        return " ".join(rng.choice(words, size=rng.integers(2, 7)))
-
-    return [(sentence(), sentence(), round(float(rng.uniform(low, 5.0)), 2))
-            for _ in range(count)]
-
-
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory):
     """A tiny data folder laid out like ../shared/data, a tiny encoder, and
@@ -48,18 +39,7 @@ def suite(tmp_path_factory):
     folder = tmp_path_factory.mktemp("english_sts")
     model, _ = tiny_encoder_file(folder, 1)
     rng = np.random.default_rng(0)
-    sets, corpora_pairs = {}, {}
-    for year, corpora in YEARS.items():
-        (folder / "data" / "sts_en" / year).mkdir(parents=True)
-        sets[year] = []
-        for corpus in corpora:
-            pairs = random_pairs(rng, 12)
-            sets[year] += pairs
-            corpora_pairs[year, corpus] = pairs
-            lines = [f"{score}\t{a}\t{b}" for a, b, score in pairs]
-            lines.insert(3, "\tno gold score\tleft out")  # SentEval leaves it out too.
-            (folder / "data" / "sts_en" / year / f"{corpus}.test.tsv").write_text(
-                "\n".join(lines) + "\n", encoding="utf-8")
+    sets, corpora_pairs = write_english_suite(folder / "data", YEARS, rng)
     corpora_pairs[SENTEVAL_EXTRA] = random_pairs(rng, 7)
     # SentEval's batcher joins a sentence's words by single spaces.
     a, b, score = sets["STS12"][0]
@@ -67,16 +47,6 @@ def suite(tmp_path_factory):
     sets["STS12"][0] = (spaced, b, score)
     first = folder / "data" / "sts_en" / "STS12" / "MSRpar.test.tsv"
     first.write_text(first.read_text().replace(f"\t{a}\t", f"\t{spaced}\t", 1))
-    sets["STS-B"] = random_pairs(rng, 20)
-    (folder / "data" / "stsb_multi_mt").mkdir()
-    (folder / "data" / "stsb_multi_mt" / "stsb-en-test.csv").write_text(
-        "".join(f"{a},{b},{score}\n" for a, b, score in sets["STS-B"]), encoding="utf-8")
-    sets["SICK-R"] = random_pairs(rng, 20, low=1.0)
-    (folder / "data" / "sts_en" / "SICK").mkdir()
-    (folder / "data" / "sts_en" / "SICK" / "SICK_test_annotated.txt").write_text(
-        "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment\n"
-        + "".join(f"{i}\t{a}\t{b}\t{score}\tNEUTRAL\n"
-                  for i, (a, b, score) in enumerate(sets["SICK-R"])), encoding="utf-8")
     write_senteval_layout(folder / "senteval" / "data" / "downstream", corpora_pairs, sets)
     return folder, model, sets, corpora_pairs
 
