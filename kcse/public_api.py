@@ -95,6 +95,7 @@ EXPORTS = (
     ("kcse.evaluation.embedding_statistics", "kcse.evaluation",
      "embedding_statistics_by_frequency"),
     ("kcse.evaluation.top_k_removal", "kcse.evaluation", "top_k_removal_curve"),
+    ("kcse.evaluation.layer_poolings", "kcse.evaluation", "layer_pooling_scores"),
     ("kcse.evaluation.alignment_and_uniformity", "kcse.evaluation",
      "alignment uniformity alignment_uniformity"),
     ("kcse.evaluation.anisotropy", "kcse.evaluation", "anisotropy_report"),

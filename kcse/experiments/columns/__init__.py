@@ -11,6 +11,7 @@ from kcse.foundation import arguments
 from kcse.experiments.columns.all_but_the_top import AllButTheTopColumn
 from kcse.experiments.columns.diagnostics import DiagnosticsColumn
 from kcse.experiments.columns.flow import FlowColumn
+from kcse.experiments.columns.layer_scores import LayerScoresColumn
 from kcse.experiments.columns.raw import RawColumn
 from kcse.experiments.columns.trained import TrainedColumn
 from kcse.experiments.columns.trained_whitening import TrainedWhiteningColumn
@@ -27,6 +28,7 @@ COLUMNS = (
     TrainedColumn(),
     TrainedWhiteningColumn(),
     DiagnosticsColumn(),
+    LayerScoresColumn(),
 )
 
 # The names `--postprocess` chooses from.

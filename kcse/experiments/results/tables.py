@@ -100,6 +100,30 @@ def legends(cells):
     return text
 
 
+def layer_score_lines(cells):
+    """results.md's "Layers × pooling" section: a table per cell that has
+    `--layer-scores`' numbers (none: no section)."""
+    scored = [cell for cell in cells if cell.get("layer_scores")]
+    if not scored:
+        return []
+    lines = ["", "## Layers × pooling", "",
+             "SG-OPT's analysis (Kim et al. 2021, Figure 1): Spearman ×100 on the test split "
+             "with each hidden state (0: the embeddings) pooled as [CLS], mean or max over "
+             "the real tokens, raw and trained; `-` where every pair has the same cosine."]
+    for cell in scored:
+        scores = cell["layer_scores"]
+        kinds = [kind for kind in ("raw", "trained") if scores.get(kind)]
+        header = ["layer"] + [f"{kind} {pooling}" for kind in kinds
+                              for pooling in scores["raw"]]
+        rows = [[str(layer)] + ["-" if scores[kind][pooling][layer] is None
+                                else f"{scores[kind][pooling][layer]:.2f}"
+                                for kind in kinds for pooling in scores[kind]]
+                for layer in range(len(scores["raw"]["cls"]))]
+        lines += ["", f"### {cell['model']} · {cell['pooling']} · {cell['task']} · "
+                  f"{cell['method']}", ""] + _markdown_table([header] + rows)
+    return lines
+
+
 def markdown(cells_by_key, title=CHINESE_TITLE):
     """results.md: what was measured, how, from what, and when."""
     cells = list(cells_by_key.values())
@@ -137,6 +161,7 @@ def markdown(cells_by_key, title=CHINESE_TITLE):
         lines.append(f"- **{labels[identifier]}** (`{identifier}`): {settings_text(values)}")
     lines += ["", "## Results", ""]
     lines += _markdown_table(result_rows(cells))
+    lines += layer_score_lines(cells)
     lines += ["", "## Provenance", ""]
     lines += _markdown_table(
         [("model", "pooling", "task", "settings", "date", "kcse", "git commit",
