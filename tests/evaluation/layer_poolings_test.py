@@ -1,45 +1,24 @@
 """SG-OPT's layer × pooling analysis (`kcse.evaluation.layer_poolings`).
 
-Reference: sentence-transformers' own `models.Pooling` (the library, its
-"cls", "mean" and "max" modes: SG-BERT's code pools with the same module)
-applied to each hidden state, scipy's Spearman of gold vs cosine. Only the
-hidden states come from kcse (tests/export/huggingface_test.py checks them
-against HF transformers)."""
+Reference: sentence-transformers' own `models.Pooling` of each hidden
+state, scipy's Spearman (tests/layer_pooling_reference.py). Only the hidden
+states come from kcse (tests/export/huggingface_test.py checks them against
+HF transformers)."""
 
 import json
 
 import numpy as np
 import pytest
-import scipy.stats
-import torch
-from sentence_transformers.models import Pooling
 
 import kcse
 from conftest import tiny_bert
 from conftest import tiny_preprocessor
 from english_suite_files import random_pairs
 from kcse.evaluation import layer_pooling_scores
+from layer_pooling_reference import sentence_transformers_layer_scores
 from tiny_grid import cell_of
 from tiny_grid import recipe
 from tiny_grid import tiny_setup  # noqa: F401 (a fixture)
-
-
-def reference_scores(encoder, first, second, gold):
-    features = encoder.preprocessor(first + second)
-    states = encoder.hidden_states(features)["hidden_states"]
-    mask = torch.from_numpy(np.asarray(features["padding_mask"]).astype("int64"))
-    scores = {"cls": [], "mean": [], "max": []}
-    for state in states:
-        tokens = torch.from_numpy(np.asarray(state, "float64"))
-        for mode in scores:
-            pooled = Pooling(tokens.shape[-1], pooling_mode=mode)(
-                {"token_embeddings": tokens, "attention_mask": mask})["sentence_embedding"].numpy()
-            a, b = pooled[:len(first)], pooled[len(first):]
-            cosines = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
-            constant = np.ptp(cosines) < 1e-9
-            scores[mode].append(None if constant else
-                                100 * scipy.stats.spearmanr(gold, cosines).correlation)
-    return scores
 
 
 def test_scores_equal_sentence_transformers_pooling_of_every_hidden_state():
@@ -47,7 +26,9 @@ def test_scores_equal_sentence_transformers_pooling_of_every_hidden_state():
     first, second, gold = ([pair[i] for pair in pairs] for i in range(3))
     encoder = kcse.SentenceEncoder(tiny_bert(num_layers=3), tiny_preprocessor(), pooling="cls")
     scores = layer_pooling_scores(encoder, (first, second, np.array(gold)), batch_size=7)
-    expected = reference_scores(encoder, first, second, gold)
+    features = encoder.preprocessor(first + second)
+    states = encoder.hidden_states(features)["hidden_states"]
+    expected = sentence_transformers_layer_scores(states, features["padding_mask"], gold)
     assert set(scores) == {"cls", "mean", "max"}
     for mode, values in expected.items():
         assert len(scores[mode]) == 4  # The embeddings and 3 blocks.

@@ -5,7 +5,8 @@ methods_without_tensorflow_worker.py: SimCSE, supervised SimCSE (with
 princeton's MLP kept too), SBERT-NLI, CoSENT,
 CLEAR's text views, ConSERT (every view, the adversarial one included; its
 joint mode and its two stages with the NLI head), SG-OPT and Contrastive
-Tension each fit a batch; P1-P4 and WK pooling, whitening, BERT-flow and
+Tension each fit a batch; P1-P4 and WK pooling, SG-OPT's layer × pooling
+scores, whitening, BERT-flow and
 the anisotropy diagnostics run; CLEAR's views of a Chinese sentence name
 jieba's pip install. Its numbers are checked here against the
 authors' formulas (tests/authors_references.py, sbert_wk_reference.py,
@@ -29,6 +30,7 @@ import methods_without_tensorflow_worker as worker
 import sbert_wk_reference
 import tensorflow_free
 from princeton_simcse_reference import mlp_output
+from layer_pooling_reference import sentence_transformers_layer_scores
 from sbert_reference import softmax_loss
 
 WORKER = pathlib.Path(worker.__file__)
@@ -94,6 +96,19 @@ def test_sbert_nli_first_loss_is_sentence_transformers_softmax_loss(jax_run):
     u, v = (np.asarray(column) for column in result["first_batch"])
     expected = softmax_loss(u, v, worker.NLI_LABELS[:4], kernel, bias)
     assert result["losses"][0] == pytest.approx(expected, rel=1e-4)
+
+
+def test_layer_pooling_scores_equal_sentence_transformers_pooling(jax_run):
+    """Reference: sentence-transformers' Pooling and scipy's Spearman
+    (tests/layer_pooling_reference.py) on the worker's hidden states."""
+    expected = sentence_transformers_layer_scores(
+        jax_run["pair_states"], jax_run["pair_mask"], worker.SCORES)
+    for mode, values in expected.items():
+        ours = jax_run["layer_scores"][mode]
+        assert len(ours) == len(values) == 7
+        for mine, theirs in zip(ours, values):
+            assert (mine is None) == (theirs is None)
+            assert mine is None or mine == pytest.approx(theirs, abs=1e-4)
 
 
 def test_poolings_equal_their_definitions(jax_run):

@@ -164,6 +164,14 @@ def without_model_training():
     out["hidden_states"] = [keras.ops.convert_to_numpy(s).tolist() for s in states]
     out["padding_mask"] = np.asarray(features["padding_mask"]).astype(int).tolist()
     out["wk"] = vectors(deep, SENTENCES).tolist()
+    # SG-OPT's layer × pooling scores of pairs, with the states they come from.
+    pair_features = deep.preprocessor(SENTENCES + HYPOTHESES)
+    out["pair_states"] = [keras.ops.convert_to_numpy(s).tolist() for s in
+                          kcse.models.hidden_states_model(deep.backbone)(pair_features)[
+                              "hidden_states"]]
+    out["pair_mask"] = np.asarray(pair_features["padding_mask"]).astype(int).tolist()
+    out["layer_scores"] = kcse.evaluation.layer_pooling_scores(
+        deep, (SENTENCES, HYPOTHESES, np.array(SCORES)), batch_size=5)
     for pooling in ("P1", "P2", "P3", "P4"):
         out[pooling] = vectors(kcse.SentenceEncoder(
             deep.backbone, deep.preprocessor, pooling=pooling), SENTENCES).tolist()
