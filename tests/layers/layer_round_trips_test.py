@@ -12,6 +12,7 @@ from kcse.layers import FeatureCutoff
 from kcse.layers import NLIClassifier
 from kcse.layers import SentencePooling
 from kcse.layers import SpanCutoff
+from kcse.layers import TokenConvolution
 from kcse.layers import TokenCutoff
 from kcse.layers import TokenShuffle
 from kcse.layers import Whitening
@@ -34,7 +35,7 @@ def test_every_public_layer_is_covered():
     covered = {
         "SentencePooling", "WKPooling", "Whitening", "BertFlow", "TokenShuffle", "TokenCutoff",
         "FeatureCutoff", "SpanCutoff", "EmbeddingDropout",
-        "AdversarialPerturbation", "NLIClassifier",
+        "AdversarialPerturbation", "NLIClassifier", "TokenConvolution",
     }
     assert set(kcse.layers.__all__) == covered
 
@@ -149,6 +150,17 @@ def test_nli_classifier_is_dense_on_concat_and_abs_difference():
     kernel, bias = layer.get_weights()
     features = np.concatenate([first, second, np.abs(first - second)], axis=-1)
     np.testing.assert_allclose(layer(first, second), features @ kernel + bias, atol=1e-5)
+
+
+def test_token_convolution_concatenates_same_length_convolutions():
+    """Each width's Conv1D ("same": the sequence's length), in order; the
+    authors' code is the reference in tests/losses/mutual_information_loss_test.py."""
+    states = floats(BATCH, LENGTH, DIM)
+    layer = run_layer_test(TokenConvolution, {"filters": 4, "kernel_sizes": (1, 3)}, states,
+                           (BATCH, LENGTH, 8))
+    width_one = layer.convolutions[0].get_weights()
+    np.testing.assert_allclose(np.asarray(layer(states))[..., :4],
+                               states @ width_one[0][0] + width_one[1], atol=1e-5)
 
 
 @pytest.mark.parametrize("position_encoding", ["relative", "rotary"])

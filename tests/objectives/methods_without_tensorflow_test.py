@@ -6,7 +6,7 @@ princeton's MLP kept too), SBERT-NLI, CoSENT,
 CLEAR's text views, ConSERT (every view, the adversarial one included; its
 joint mode and its two stages with the NLI head), SG-OPT and Contrastive
 Tension each fit a batch; P1-P4 and WK pooling, SG-OPT's layer × pooling
-scores, whitening, BERT-flow and
+scores, IS-BERT's CNN and loss, whitening, BERT-flow and
 the anisotropy diagnostics run; CLEAR's views of a Chinese sentence name
 jieba's pip install. Its numbers are checked here against the
 authors' formulas (tests/authors_references.py, sbert_wk_reference.py,
@@ -26,6 +26,7 @@ import pytest
 
 import anisotropy_reference
 import authors_references
+import isbert_reference
 import methods_without_tensorflow_worker as worker
 import sbert_wk_reference
 import tensorflow_free
@@ -109,6 +110,19 @@ def test_layer_pooling_scores_equal_sentence_transformers_pooling(jax_run):
         for mine, theirs in zip(ours, values):
             assert (mine is None) == (theirs is None)
             assert mine is None or mine == pytest.approx(theirs, abs=1e-4)
+
+
+def test_isbert_cnn_and_loss_equal_the_authors(jax_run):
+    """Reference: yanzhangnlp/IS-BERT's CNN.forward, Pooling's mean and
+    MutualInformationLoss.forward (tests/isbert_reference.py) on the
+    worker's last hidden states and convolution weights."""
+    result = jax_run["isbert"]
+    mask = np.asarray(jax_run["padding_mask"]).astype(bool)
+    convolutions = [isbert_reference.conv_weights(*weights) for weights in result["weights"]]
+    local = isbert_reference.isbert_cnn(jax_run["hidden_states"][-1], convolutions)
+    np.testing.assert_allclose(result["local"], local.numpy(), atol=1e-5)
+    expected = isbert_reference.isbert_loss(local, isbert_reference.isbert_mean(local, mask), mask)
+    assert result["loss"] == pytest.approx(expected, rel=1e-5)
 
 
 def test_poolings_equal_their_definitions(jax_run):

@@ -17,6 +17,7 @@ import numpy as np
 
 import kcse
 from kcse.foundation import optional_packages
+from kcse.layers.sentence_pooling import masked_mean
 
 VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "cat", "dog", "sat",
               "ran", "the", "red", "mat", "on", "blue", "slow", "fast", "is", "was"]
@@ -175,6 +176,15 @@ def without_model_training():
     for pooling in ("P1", "P2", "P3", "P4"):
         out[pooling] = vectors(kcse.SentenceEncoder(
             deep.backbone, deep.preprocessor, pooling=pooling), SENTENCES).tolist()
+    # IS-BERT's CNN over the deep encoder's last states, its mean and loss.
+    convolution = kcse.layers.TokenConvolution(filters=4)
+    local, mask = convolution(states[-1]), features["padding_mask"]
+    mean = masked_mean(local, mask)
+    out["isbert"] = {
+        "weights": [[w.tolist() for w in c.get_weights()] for c in convolution.convolutions],
+        "local": keras.ops.convert_to_numpy(local).tolist(),
+        "loss": float(kcse.losses.MutualInformationLoss()(
+            None, {"local": local, "global": mean, "mask": mask}))}
     fit = vectors(encoder(), SENTENCES + HYPOTHESES)
     whitening = kcse.layers.Whitening()
     whitening.adapt(fit)
