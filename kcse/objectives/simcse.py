@@ -76,6 +76,10 @@ class SimCSE(EncoderObjective):
         mlm_weight: float. Weight of the MLM loss; 0 (default) leaves it out.
         mlm_probability: float. Share of the tokens MLM chooses (0.15).
         seed: int or None. Seed of the MLM masks.
+        same_dropout_mask: bool. Encode each sentence once and use that
+            vector as both views: dropout on, but one mask for the pair
+            (Gao et al. 2021, Table 3's "Fixed 0.1", the ablation showing
+            that the two masks are the augmentation). Not with text views.
 
     `fit` raises `ValueError` for a batch size below 2 (a lone sentence has
     no negatives) and leaves out a last in-memory batch of one sentence.
@@ -120,9 +124,10 @@ class SimCSE(EncoderObjective):
     def __init__(
         self, encoder, temperature=0.05, negatives="both_views",
         mlp_only_train=False, mlm_weight=0.0, mlm_probability=MLM_PROBABILITY,
-        seed=None, **kwargs
+        seed=None, same_dropout_mask=False, **kwargs
     ):
         super().__init__(encoder, **kwargs)
+        self.same_dropout_mask = bool(same_dropout_mask)
         self.temperature = check_number(temperature, "temperature", above=0)
         self.negatives = negatives
         self.mlp_only_train = mlp_only_train
@@ -148,9 +153,15 @@ class SimCSE(EncoderObjective):
 
     def call(self, inputs, training=None):
         if len(inputs["token_ids"].shape) == 3:  # Two text views per sentence.
+            if self.same_dropout_mask:
+                raise ValueError("SimCSE(same_dropout_mask=True) encodes one sentence once "
+                                 "for both views; it takes no text views.")
             views = self.encode_columns(
                 inputs, training, 2, "one sentence, or two text views of it"
             )
+        elif self.same_dropout_mask:  # One pass: one dropout mask for both views.
+            vectors = self.encoder(inputs, training=training)
+            views = ops.stack([vectors, vectors], axis=1)
         else:
             batch = ops.shape(inputs["token_ids"])[0]
             doubled = {
@@ -217,6 +228,7 @@ class SimCSE(EncoderObjective):
                 "mlm_weight": self.mlm_weight,
                 "mlm_probability": self.mlm_probability,
                 "seed": self.seed,
+                "same_dropout_mask": self.same_dropout_mask,
             }
         )
         return config

@@ -6,6 +6,7 @@ import pytest
 
 import kcse
 from kcse.data import SentencePairs
+from kcse.foundation import arguments
 from kcse.experiments import methods
 from kcse.experiments import protocols
 from kcse.experiments.methods.sup_simcse import labelled_pair_triplets
@@ -376,6 +377,13 @@ def test_simcse_flags_build_the_objective_they_record():
     encoder = kcse.SentenceEncoder(encoder.backbone, tiny_preprocessor(), pooling="cls")
     assert mlm.encoder_problem(encoder) is None
     assert mlm.objective(encoder, protocols.PROTOCOLS["su"]).mlm_weight == 0.1
+
+    fixed = methods.method_from_args("simcse", parser.parse_args(["--same-dropout-mask"]))
+    assert fixed.settings() == {"method": "simcse", "same_dropout_mask": True}
+    assert fixed.objective(encoder, protocols.PROTOCOLS["su"]).same_dropout_mask
+    with pytest.raises(arguments.UsageError, match="takes no --text-views"):
+        methods.SimCSEMethod.check_arguments(parser.parse_args(
+            ["--same-dropout-mask", "--text-views", "word_deletion,reordering"]))
 
 
 def test_sup_simcse_recipe_refuses_nli_pairs_that_make_no_triplet(tmp_path, capsys):

@@ -48,6 +48,24 @@ def test_dropout_makes_views_differ_in_training_only():
     np.testing.assert_allclose(test_views[:, 0], test_views[:, 1], atol=1e-6)
 
 
+def test_same_dropout_mask_gives_one_vector_for_both_views():
+    """Gao et al. 2021, Table 3's "Fixed 0.1": dropout on, one mask for the
+    pair, so the two views are one vector (and the loss that of identical
+    views, bojone's formula, tests/authors_references.py), while a second
+    pass with dropout differs."""
+    simcse = make_simcse(dropout=0.3, same_dropout_mask=True)
+    features = simcse.preprocessor(SENTENCES)
+    views = np.asarray(simcse(features, training=True))
+    np.testing.assert_array_equal(views[:, 0], views[:, 1])
+    assert np.abs(views[:, 0] - np.asarray(simcse(features, training=True))[:, 0]).max() > 1e-3
+    loss = float(simcse.objective(None, views, None))
+    assert loss == pytest.approx(bojone_simcse_loss(views), rel=1e-5)
+    assert kcse.SimCSE.from_config(simcse.get_config()).same_dropout_mask
+    with pytest.raises(ValueError, match="takes no text views"):
+        simcse({key: np.stack([value, value], 1) for key, value in features.items()},
+               training=True)
+
+
 @pytest.fixture(scope="module")
 def initial_views():
     """`(weights, views)`: `make_simcse()`'s initial encoder weights and its

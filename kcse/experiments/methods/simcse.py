@@ -123,6 +123,9 @@ class SimCSEMethod(Method):
              "only; the trained encoder has none (princeton-nlp/SimCSE train.py "
              "--mlp_only_train, their unsupervised setting with P1: "
              "simcse/models.py MLPLayer, cl_forward)"),
+        Flag("--same-dropout-mask", action="store_true", default=False,
+             help="encode each sentence once and use it as both views: dropout on, one "
+             "mask for the pair (Gao et al. 2021, Table 3's \"Fixed 0.1\" ablation)"),
         Flag("--mlm-weight", type=arguments.non_negative_number,
              default=PAPER_SETTINGS["mlm_weight"].value,
              help="add W x an MLM loss (15%% of the tokens, BERT's 80/10/10 masking; "
@@ -134,9 +137,14 @@ class SimCSEMethod(Method):
     )
 
     def __init__(self, text_views=None, synonyms=None, rematerialize=False,
-                 mlp_only_train=False, mlm_weight=PAPER_SETTINGS["mlm_weight"].value):
+                 mlp_only_train=False, mlm_weight=PAPER_SETTINGS["mlm_weight"].value,
+                 same_dropout_mask=False):
         super().__init__(rematerialize)
+        if same_dropout_mask and text_views is not None:
+            raise ValueError("same_dropout_mask encodes one sentence once for both views; it "
+                             "takes no text views.")
         self.mlp_only_train = mlp_only_train
+        self.same_dropout_mask = same_dropout_mask
         self.mlm_weight = mlm_weight
         if text_views is not None:
             text_views = tuple(text_views)
@@ -152,6 +160,9 @@ class SimCSEMethod(Method):
     def check_arguments(cls, args):
         views = args.text_views or []
         substitutes = any(view.startswith("synonym_substitution") for view in views)
+        if args.same_dropout_mask and args.text_views:
+            raise arguments.UsageError("--same-dropout-mask encodes one sentence once for both "
+                                       "views; it takes no --text-views")
         if substitutes and args.synonyms is None:
             raise arguments.UsageError("--text-views synonym_substitution needs --synonyms FILE")
         if args.synonyms is not None:
@@ -167,7 +178,8 @@ class SimCSEMethod(Method):
         if table is None and args.synonyms:
             table = read_synonym_table(args.synonyms)
         return cls(args.text_views, table, rematerialize,
-                   mlp_only_train=args.mlp_only_train, mlm_weight=args.mlm_weight)
+                   mlp_only_train=args.mlp_only_train, mlm_weight=args.mlm_weight,
+                   same_dropout_mask=args.same_dropout_mask)
 
     def encoder_problem(self, encoder):
         if self.mlm_weight:
@@ -182,6 +194,7 @@ class SimCSEMethod(Method):
 
         return SimCSE(encoder, protocol.temperature, protocol.negatives,
                       mlp_only_train=self.mlp_only_train, mlm_weight=self.mlm_weight,
+                      same_dropout_mask=self.same_dropout_mask,
                       rematerialize=self.rematerialize)
 
     def training_data(self, data, protocol, task, seed, prefix):
@@ -204,4 +217,6 @@ class SimCSEMethod(Method):
             settings |= {"mlp_only_train": True}
         if self.mlm_weight:
             settings |= {"mlm_weight": self.mlm_weight}
+        if self.same_dropout_mask:
+            settings |= {"same_dropout_mask": True}
         return settings
