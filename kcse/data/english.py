@@ -246,21 +246,18 @@ def read_english_sts(data_dir, name, split="test", on_error="raise"):
 
 def read_stsb_english(data_dir, split, on_error):
     """English STS-B: stsb-multi-mt's `en` CSV, else SentEval's
-    `STS/STSBenchmark/sts-<split>.csv`."""
-    try:
-        return read_stsb_multi_mt(data_dir, "en", split, on_error=on_error)
-    except FileNotFoundError as missing:
-        split = _paths.canonical_name(split, STSB_MULTI_MT_SPLITS, _SPLIT_ALIASES, "split")
-        candidates = [data_dir / candidate for candidate in
-                      senteval_candidates(f"STS/STSBenchmark/sts-{split}.csv")]
-        for path in candidates:
-            if path.is_file():
-                return read_stsb_csv(path, on_error=on_error, senteval=True)
-        raise FileNotFoundError(
-            f"{str(missing).split('. Download')[0]}, nor SentEval's at "
-            f"{' or '.join(map(str, candidates))}. Download it as the data card says "
-            f"({_paths.card_hint('stsb_multi_mt.md', stsb_multi_mt_url('en', split))})."
-        ) from None
+    `STS/STSBenchmark/sts-<split>.csv` (tab-separated, its own format)."""
+    split = _paths.canonical_name(split, STSB_MULTI_MT_SPLITS, _SPLIT_ALIASES, "split")
+    file = f"stsb-en-{split}.csv"
+    path = _paths.find_file(
+        data_dir,
+        [f"stsb_multi_mt/{file}", file,
+         *senteval_candidates(f"STS/STSBenchmark/sts-{split}.csv")],
+        what=f"STS-B {split} split",
+        card="stsb_multi_mt.md",
+        source_url=stsb_multi_mt_url("en", split),
+    )
+    return read_stsb_csv(path, on_error=on_error, senteval=path.parent.name == "STSBenchmark")
 
 
 def read_sick_file(path, on_error="raise"):

@@ -294,7 +294,7 @@ def _pair_from_fields(fields, format):
                 f"expected at least 4 tab-separated fields (pair_ID, "
                 f"sentence_A, sentence_B, relatedness_score); got {len(fields)}."
             )
-        return fields[1], fields[2], _score(fields[3], "relatedness_score")
+        return fields[1], fields[2], score_value(fields[3], "relatedness_score")
     if len(fields) != 3:
         layout = {
             "senteval_cn": "tab-separated fields (s1, s2, label)",
@@ -307,11 +307,13 @@ def _pair_from_fields(fields, format):
     if format == "sts_tsv":
         if not fields[0].strip():
             return fields[1], fields[2], None
-        return fields[1], fields[2], _score(fields[0], "score")
-    return fields[0], fields[1], _score(fields[2], "score" if format == "stsb_csv" else "label")
+        return fields[1], fields[2], score_value(fields[0], "score")
+    field = "score" if format == "stsb_csv" else "label"
+    return fields[0], fields[1], score_value(fields[2], field)
 
 
-def _score(value, field):
+def score_value(value, field):
+    """`value` as a finite float; ValueError naming `field` otherwise."""
     if not _is_number(value):
         raise ValueError(f"{field} {value!r} is not a number.")
     return float(value)

@@ -33,6 +33,7 @@ from kcse.data.sentence_pairs import MalformedLineError
 from kcse.data.sentence_pairs import SentencePairs
 from kcse.data.sentence_pairs import collect_pairs
 from kcse.data.sentence_pairs import read_text
+from kcse.data.sentence_pairs import score_value
 
 # Where SentEval's `STS/` folder may sit under a data_dir: the data_dir
 # itself, SentEval's `data/downstream`, or SentEval's `data` folder.
@@ -91,7 +92,7 @@ def read_senteval_pair_files(inputs, gold, on_error="raise"):
             raise ValueError(f"expected 2 tab-separated sentences (s1, s2); got {len(fields)}.")
         if not score.strip():
             return fields[0], fields[1], None  # No gold: SentEval leaves it out.
-        return fields[0], fields[1], finite_number(score, f"gold score in {gold.name}")
+        return fields[0], fields[1], score_value(score, f"gold score in {gold.name}")
 
     records = ((number, (line.split("\t"), score))
                for number, (line, score) in enumerate(zip(lines, scores), start=1))
@@ -111,7 +112,7 @@ def read_stsbenchmark_file(path, on_error="raise"):
         if len(fields) < 7:
             raise ValueError(f"expected at least 7 tab-separated fields (genre, file, year, "
                              f"id, score, s1, s2); got {len(fields)}.")
-        return fields[5], fields[6], finite_number(fields[4], "score")
+        return fields[5], fields[6], score_value(fields[4], "score")
 
     records = ((number, line.strip().split("\t"))
                for number, line in enumerate(lines, start=1) if line.strip())
@@ -119,13 +120,3 @@ def read_stsbenchmark_file(path, on_error="raise"):
     return SentencePairs(sentences1, sentences2, np.asarray(values, "float64"),
                          source=str(path), skipped=skipped)
 
-
-def finite_number(text, what):
-    """`text` as a finite float; ValueError naming `what` otherwise."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not np.isfinite(value):
-        raise ValueError(f"{what} {text.strip()!r} is not a number.")
-    return value

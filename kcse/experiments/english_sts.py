@@ -9,7 +9,7 @@ them through SentEval:
   `results[task]['all']['spearman']['all']`); beside it, SentEval's own
   aggregates of the per-sub-corpus Spearman: "mean" and "wmean", the mean
   weighted by each sub-corpus's pairs (`STSEval.run`'s `np.average(list_spr,
-  weights=nsamples)`), the two Su's post contrasts with "all";
+  weights=nsamples)`);
 - STS-B: the test split (SentEval's `STSBenchmarkEval` reads `sts-test.csv`,
   the 1,379 pairs that stsb-multi-mt's `stsb-en-test.csv` holds);
 - SICK-R: `SICK_test_annotated.txt` (4,927 pairs);
