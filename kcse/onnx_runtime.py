@@ -46,7 +46,7 @@ def cache_key(encoder, quantize=None):
     """A digest of what the exported model's vectors depend on.
 
     The kcse version, the backbone's class and configuration (architecture
-    and precision), the pooling, pooler activation, whitening,
+    and precision), the token layer, pooling, pooler activation, whitening,
     normalisation, the preprocessor's maximum length, the quantisation,
     and a SHA-256 of every weight (dtype, shape and bytes, in the
     encoder's order; not the variables' names, which differ between two
@@ -62,10 +62,11 @@ def cache_key(encoder, quantize=None):
         array = np.ascontiguousarray(keras.ops.convert_to_numpy(variable))
         weights.update(f"{array.dtype.name}{array.shape}".encode())
         weights.update(array.reshape(-1).view(np.uint8))
-    whitening = encoder.whitening
+    whitening, token_layer = encoder.whitening, encoder.token_layer
     return digests.content_digest({
         "kcse": kcse.__version__,
         "backbone": layer_config(encoder.backbone),
+        "token_layer": None if token_layer is None else layer_config(token_layer),
         "pooling": encoder.pooling,
         "pooler_activation": encoder.pooler_activation,
         "whitening": None if whitening is None else layer_config(whitening),

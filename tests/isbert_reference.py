@@ -74,3 +74,17 @@ def isbert_loss(token_embeddings, sentence_embedding, attention_mask):
     local = torch.cat([token_embeddings[i][:lengths[i]] for i in range(len(lengths))], dim=0)
     pos_mask, neg_mask = create_masks(lengths)
     return float(local_global_loss_(local, sentence_embedding, pos_mask, neg_mask))
+
+
+def isbert_features_alone(token_states, attention_mask, convolutions):
+    """`CNN.forward` of each sentence alone, as the authors' code encodes a
+    batch of one (padded to its own length: no [PAD] state in its window),
+    then zeros after each sentence's length to stack the batch again."""
+    mask = np.asarray(attention_mask).astype(bool)
+    rows = []
+    for states, real in zip(np.asarray(token_states, "float64"), mask):
+        alone = isbert_cnn(states[None, :int(real.sum())], convolutions)[0]
+        padded = torch.zeros((len(real), alone.shape[-1]), dtype=torch.float64)
+        padded[:alone.shape[0]] = alone
+        rows.append(padded)
+    return torch.stack(rows)

@@ -16,7 +16,6 @@ from kcse.objectives.token_batches import DrawnPairBatches
 from kcse.objectives.token_batches import token_arrays
 from kcse.objectives.training_data import is_tf_dataset
 from kcse.objectives.training_data import tensorflow_importable
-from kcse.sentence_encoder import SentenceEncoder
 from kcse.foundation.validation import check_count
 from kcse.foundation.validation import check_texts
 
@@ -203,18 +202,17 @@ class ContrastiveTension(EncoderObjective):
         self.dropout = bool(dropout)
 
         # === Layers ===
-        backbone = encoder.backbone
+        # The twin starts as a copy of the encoder: its backbone and token layer.
+        backbone, token_layer = encoder.backbone, encoder.token_layer
         twin = type(backbone).from_config(backbone.get_config())
         twin.set_weights(backbone.get_weights())
-        self.twin_encoder = SentenceEncoder(
-            twin,
-            None,
-            pooling=encoder.pooling,
-            pooler_activation=encoder.pooler_activation,
-            normalize=encoder.normalize,
-            hidden_dropout=encoder.hidden_dropout,
-            name="twin_encoder",
-        )
+        twin_token_layer = (None if token_layer is None
+                            else type(token_layer).from_config(token_layer.get_config()))
+        self.twin_encoder = encoder.with_changes(
+            backbone=twin, preprocessor=None, token_layer=twin_token_layer,
+            hidden_dropout=encoder.hidden_dropout, name="twin_encoder")
+        if token_layer is not None:
+            twin_token_layer.set_weights(token_layer.get_weights())
         self.objective_loss = ContrastiveTensionLoss()
 
     def call(self, inputs, training=None):

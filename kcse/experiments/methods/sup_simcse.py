@@ -152,16 +152,12 @@ class SupervisedSimCSEMethod(Method):
         if not self.keep_mlp:
             return encoder
         from kcse.objectives.supervised_simcse import draw_mlp_pooler
-        from kcse.sentence_encoder import SentenceEncoder
 
         problem = self.encoder_problem(encoder)
         if problem:
             raise ValueError(problem)
         draw_mlp_pooler(encoder.backbone)  # A zero pooler (e5's) is refused as P2.
-        return SentenceEncoder(
-            encoder.backbone, encoder.preprocessor, pooling="pooler",
-            pooler_activation="tanh", normalize=encoder.normalize,
-            prompts=encoder.prompts, default_prompt_name=encoder.default_prompt_name)
+        return encoder.with_changes(pooling="pooler", pooler_activation="tanh", whitening=None)
 
     def objective(self, encoder, protocol):
         from kcse.objectives.supervised_simcse import SupervisedSimCSE
