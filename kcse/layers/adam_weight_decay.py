@@ -163,17 +163,18 @@ class WarmupLinear(keras.optimizers.schedules.LearningRateSchedule):
 
 
 def sentence_transformers_adamw(learning_rate, samples, epochs, batch_size,
-                                beta_2=0.999, bias_correction=False):
+                                beta_2=0.999, bias_correction=False, epsilon=1e-6):
     """The optimizer of a script training with sentence-transformers' `fit`.
 
-    `transformers.AdamW` (epsilon 1e-6) with weight decay 0.01 on all but
+    `transformers.AdamW` (`epsilon`, 1e-6 by default) with weight decay 0.01 on all but
     biases and layer norms (`NO_DECAY_NAMES`), gradients clipped to global
     norm 1 (`max_grad_norm=1`), at `WarmupLinear` from `learning_rate` over
     `epochs` of `samples` in batches of `batch_size`: `ceil(samples / batch)`
     steps an epoch, the first `ceil(samples * epochs / batch * 0.1)` warming
     up, as yym6472/ConSERT's `main.py` and galsang/SG-BERT's `training.py`
-    count them. `beta_2` and `bias_correction` (`correct_bias`) are the
-    scripts': ConSERT 0.999 and False, SG-BERT 0.9 and True.
+    count them. `beta_2`, `bias_correction` (`correct_bias`) and `epsilon`
+    are the scripts': ConSERT 0.999, False and 1e-6, SG-BERT 0.9, True and
+    1e-6, IS-BERT 0.999, False and 1e-7.
 
     Example:
     ```python
@@ -189,6 +190,6 @@ def sentence_transformers_adamw(learning_rate, samples, epochs, batch_size,
         total_steps=math.ceil(samples / batch_size) * epochs,
     )
     return AdamWeightDecay(
-        schedule, weight_decay=0.01, beta_2=beta_2, epsilon=1e-6, global_clipnorm=1.0,
+        schedule, weight_decay=0.01, beta_2=beta_2, epsilon=epsilon, global_clipnorm=1.0,
         bias_correction=bias_correction, exclude_from_decay=NO_DECAY_NAMES,
     )

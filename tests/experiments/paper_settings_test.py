@@ -38,6 +38,7 @@ RECIPES = {
     "sup_simcse": ("sup_simcse", []),
     "ct": ("contrastive_tension", []),
     "sbert_nli": ("sbert_nli", []),
+    "is_bert": ("is_bert", []),
 }
 # The flags a method cannot run without, the same on both paths.
 REQUIRED_NLI = {"sbert_nli"}
@@ -164,8 +165,8 @@ def test_every_method_states_every_setting_with_a_source():
     for name, method in methods.METHODS.items():
         for setting in ("scoring_pooling", "training_pooling", "temperature",
                         "optimizer", "learning_rate", "batch_size", "epochs"):
-            if setting == "temperature" and name in ("ct", "sbert_nli"):
-                continue  # Contrastive Tension's logistic loss, SBERT's softmax: none.
+            if setting == "temperature" and name in ("ct", "sbert_nli", "is_bert"):
+                continue  # CT's logistic loss, SBERT's softmax, IS-BERT's JSD: none.
             assert setting in method.paper_settings, (name, setting)
         for setting, paper in method.paper_settings.items():
             assert paper.source.strip(), (name, setting)

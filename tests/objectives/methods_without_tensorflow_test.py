@@ -2,7 +2,7 @@
 
 One subprocess (`tests/tensorflow_free.run`, as on the GPU machine) runs
 methods_without_tensorflow_worker.py: SimCSE, supervised SimCSE (with
-princeton's MLP kept too), SBERT-NLI, CoSENT,
+princeton's MLP kept too), SBERT-NLI, IS-BERT, CoSENT,
 CLEAR's text views, ConSERT (every view, the adversarial one included; its
 joint mode and its two stages with the NLI head), SG-OPT and Contrastive
 Tension each fit a batch; P1-P4 and WK pooling, SG-OPT's layer × pooling
@@ -41,6 +41,7 @@ METHODS = {
     "simcse", "supervised_simcse", "cosent", "clear", "consert_feature_span_cutoff",
     "consert_dropout_adversarial", "sg_opt", "contrastive_tension", "consert_stage_sup",
     "consert_stage_unsup_shuffle_token_cutoff", "supervised_simcse_keep_mlp", "sbert_nli",
+    "is_bert",
 }
 
 
@@ -96,6 +97,20 @@ def test_sbert_nli_first_loss_is_sentence_transformers_softmax_loss(jax_run):
     kernel, bias = (np.asarray(w) for w in result["head"])
     u, v = (np.asarray(column) for column in result["first_batch"])
     expected = softmax_loss(u, v, worker.NLI_LABELS[:4], kernel, bias)
+    assert result["losses"][0] == pytest.approx(expected, rel=1e-4)
+
+
+def test_is_bert_first_loss_is_the_authors(jax_run):
+    """Reference: yanzhangnlp/IS-BERT's CNN.forward (each sentence alone),
+    Pooling's mean and MutualInformationLoss.forward (tests/isbert_reference.py)
+    on the first batch's last-layer states and the CNN the registry drew."""
+    result = jax_run["methods"]["is_bert"]
+    convolutions = [isbert_reference.conv_weights(*weights) for weights in result["cnn"]]
+    assert [weight.shape[-1] for weight, _ in convolutions] == [1, 3, 5]
+    local = isbert_reference.isbert_features_alone(result["states"], result["mask"],
+                                                    convolutions)
+    expected = isbert_reference.isbert_loss(
+        local, isbert_reference.isbert_mean(local, result["mask"]), result["mask"])
     assert result["losses"][0] == pytest.approx(expected, rel=1e-4)
 
 

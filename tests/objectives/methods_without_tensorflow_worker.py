@@ -145,6 +145,18 @@ def methods():
     _, result = train("sbert_nli", sbert, (four, hypotheses), labels,
                       columns=[four, hypotheses])
     results["sbert_nli"] = result | {"head": head}
+    # IS-BERT as the method registry builds it: its CNN's first weights and
+    # the first batch's last-layer states.
+    from kcse.experiments.methods import ISBERTMethod
+
+    isbert = ISBERTMethod().objective(ISBERTMethod().encoder_to_train(encoder(), 0),
+                                      PROTOCOLS["su"])
+    features = isbert.preprocessor(four)
+    cnn = [[w.tolist() for w in c.get_weights()] for c in isbert.encoder.token_layer.convolutions]
+    states = isbert.encoder.hidden_states(features)["hidden_states"][-1]
+    _, result = train("is_bert", isbert, four)
+    results["is_bert"] = result | {"cnn": cnn, "states": keras.ops.convert_to_numpy(
+        states).tolist(), "mask": np.asarray(features["padding_mask"]).astype(int).tolist()}
     # ConSERT's two stages: NLI (sup) then the target sentences (unsup), one encoder.
     shared = encoder(dropout=0.1)
     results.update([

@@ -20,6 +20,8 @@ Adding a method is a file here and a line in `METHODS`.
   frozen encoder.
 - `SBERTNLIMethod`: SBERT's softmax classifier on NLI pairs, the
   supervised baseline of ConSERT's and SG-OPT's tables.
+- `ISBERTMethod`: IS-BERT's CNN and mutual-information loss on the task's
+  sentences, or on an NLI file's (their unsupervised baseline).
 
 Unlabelled sentences follow the protocol (`su`: every split, `clean`: train
 only). Labels are only ever read from the train split or an NLI file, under
@@ -43,6 +45,7 @@ grid.run_grid(grid.Grid(
 """
 
 from kcse.experiments.methods.consert import ConSERTMethod
+from kcse.experiments.methods.is_bert import ISBERTMethod
 from kcse.experiments.methods.contrastive_tension import ContrastiveTensionMethod
 from kcse.experiments.methods.linear_probe import LinearProbeMethod
 from kcse.experiments.methods.sbert_nli import SBERTNLIMethod
@@ -64,6 +67,7 @@ METHODS = {
         ContrastiveTensionMethod,
         LinearProbeMethod,
         SBERTNLIMethod,
+        ISBERTMethod,
     )
 }
 

@@ -229,14 +229,15 @@ OPTIMIZER_FLAG = Flag(
     "fit: weight decay 0.01 but on biases and LayerNorm, gradients clipped to norm 1, "
     "lr up from 0 over ceil(0.1 · samples · epochs / batch) steps, then down to 0 at the "
     "last; ConSERT's main.py: eps 1e-6, correct_bias False; SG-BERT's training.py: "
-    "betas (0.9, 0.9), correct_bias True); adam: Keras' Adam at the constant rate "
+    "betas (0.9, 0.9), correct_bias True; IS-BERT's fit: eps 1e-7, correct_bias False); adam: Keras' Adam at the constant rate "
     "(kcse's before; the cells it made stay valid) (default: adamw)")
 
 
 def script_optimizer(choice, protocol, samples, **adamw):
     """The optimizer `--optimizer choice` names for `samples` samples under
     `protocol`: `sentence_transformers_adamw` with `adamw`'s arguments
-    (`beta_2`, `bias_correction`), or None (the protocol's Adam) for adam."""
+    (`beta_2`, `bias_correction`, `epsilon`), or None (the protocol's Adam)
+    for adam."""
     if choice == "adam":
         return None
     from kcse.layers.adam_weight_decay import sentence_transformers_adamw
@@ -249,4 +250,5 @@ def script_optimizer(choice, protocol, samples, **adamw):
 NLI_FLAG = Flag(
     "--nli", type=pathlib.Path, input_file=True,
     help="SNLI / CNSD JSON-lines file: ConSERT's supervised modes; SBERT-NLI's pairs "
-    "(required); supervised SimCSE's triplets (default: from the task's train labels)")
+    "(required); supervised SimCSE's triplets (default: from the task's train labels); "
+    "IS-BERT's sentences, labels unread (default: the task's sentences)")
