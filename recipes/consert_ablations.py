@@ -15,12 +15,14 @@ Figure 5 as `ablation_views_<model>_<pooling>_<task>.png`):
   modes, `--mode joint --nli FILE`).
 
     python recipes/consert_ablations.py --sweep views
-    python recipes/consert_ablations.py --sweep temperature --values 0.05,0.1,0.2
+    python recipes/consert_ablations.py --sweep temperature=0.05,0.1,0.2
     python recipes/consert_ablations.py --sweep views \\
         --values none,shuffle,feature_cutoff:0.2 --sentences 1000
 
 A value's cells are kept in results.json like any recipe's, keyed by their
 settings: a rerun skips them, and a longer sweep reuses the shorter one's.
+`recipes/sweep.py --method consert` is this recipe; it sweeps the other
+methods' settings too.
 """
 
 import pathlib
@@ -31,7 +33,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 def main(argv=None):
     from kcse.experiments.sweeps import sweep_main
 
-    return sweep_main(__doc__, REPO / "runs" / "consert_ablations", argv)
+    return sweep_main(__doc__, REPO / "runs", argv, method="consert")
 
 
 if __name__ == "__main__":

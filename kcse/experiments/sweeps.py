@@ -1,48 +1,54 @@
-"""ConSERT's ablations as sweeps: one setting over several values, a table each.
+"""Sweeps: one setting of a method over several values, a table each.
 
-A sweep runs the comparison grid of `recipes/consert.py` once per value of
+A sweep runs the comparison grid of a method's recipe once per value of
 one setting, every other setting as the flags give it, all into one
 results folder: results.json keys each cell by its settings, so the values
 sit side by side and a rerun skips the cells already computed; the raw
-vectors, which no value changes, are encoded once. Then it
-writes `ablation_<sweep>.md`: per model and pooling, a row per value with
-column c (Spearman ×100 on the reported split) per task and their average,
-under the untrained a and b, which no value changes. The `views` sweep also
-draws ConSERT's Figure 5 as a heatmap (`ablation_views.png`, with
+vectors, which no value changes, are encoded once. Then it writes
+`ablation_<sweep>.md`: per model and pooling, a row per value with column
+c (Spearman ×100 on the reported split) per task and their average, under
+the untrained a and b, which no value changes. ConSERT's `views` sweep
+also draws its Figure 5 as a heatmap (`ablation_views.png`, with
 matplotlib): rows the first view, columns the second.
 
-The sweeps (`SWEEPS`), from ConSERT's paper (Yan et al., 2021; seeds
-`000_aab5f32fefa2c676.txt`, its slides, and `004_432fa8387c9c631c.txt`,
-its translation), their default values ConSERT's paper settings in the
-method registry (`kcse.experiments.methods.consert.PAPER_SETTINGS`, each
-with its source):
+`--sweep NAME=V1,V2,...` sweeps any flag of the method's recipe
+(`--sweep learning-rate=1e-5,3e-5`), each value read as the flag reads it
+(a switch: yes or no); `--sweep NAME` alone runs a preset (`SWEEPS`) with
+the values of its paper, which the method registry keeps with their
+sources (`PAPER_SETTINGS` of each method):
 
-- `views`: every pair of none, shuffle, token_cutoff, feature_cutoff and
-  dropout (Figure 5), at the paper's rates (§3.2: token cutoff 0.15,
-  feature cutoff 0.2, dropout 0.2) unless `--values` names others.
+- simcse: `dropout`, 0, 0.05, 0.1, 0.15, 0.2, 0.3 and "fixed 0.1" (one
+  dropout mask for both views: `--same-dropout-mask`; seed 003's Table 3
+  of Gao et al.), and `batch-size`, 32 to 512 (seed 003's reproduction).
+- sg_opt: `temperature` (τ), `regularization` (λ) and `projection-head`
+  (with and without), seed 001's ablation table.
+- consert (Yan et al., 2021; seeds 000 and 004): `views`, every pair of
+  none, shuffle, token_cutoff, feature_cutoff and dropout (Figure 5) at the
+  paper's rates (§3.2: token cutoff 0.15, feature cutoff 0.2, dropout 0.2);
   ConSERT's loss is symmetric in its two views, so each unordered pair is
-  trained once and fills both of its heatmap cells.
-- `temperature`: NT-Xent's τ (Figure 7; ConSERT's best 0.1. The seeds
-  hold Figure 7's caption but not the temperatures it plots: the default
-  values are kcse's, around 0.1).
-- `batch-size`: Table 4's sizes, 16, 48, 96, 192, 288.
-- `sentences`: training sentences per task, the few-shot setting (ConSERT
-  reports results comparable to the full data from 1,000).
-- `nli-max-square`: the NLI head's input with and without ConSERT's
-  max(r1, r2)² (the seed's Concat(r1, r2, |r1 − r2|) is SBERT's), in the
-  supervised modes (`--mode joint --nli FILE`).
+  trained once and fills both of its heatmap cells. `temperature`
+  (Figure 7; ConSERT's best 0.1; the seeds hold Figure 7's caption but not
+  the temperatures it plots: the default values are kcse's, around 0.1).
+  `batch-size` (Table 4: 16, 48, 96, 192, 288). `sentences`, the few-shot
+  setting (ConSERT reports results comparable to the full data from
+  1,000). `nli-max-square`: the NLI head's input with and without
+  ConSERT's max(r1, r2)² (the seed's Concat(r1, r2, |r1 − r2|) is
+  SBERT's), in the supervised modes (`--mode joint --nli FILE`).
 
-Standard library only: the recipe checks its flags before TensorFlow starts.
+Standard library only: the recipes check their flags before TensorFlow starts.
 
 Example:
 ```python
 from kcse.experiments.sweeps import SWEEPS, sweep_values
 
-sweep_values(SWEEPS["views"], "none,shuffle")
+sweep_values(SWEEPS["consert"]["views"], "none,shuffle")
 # [['none', 'none'], ['none', 'shuffle'], ['shuffle', 'shuffle']]
-sweep_values(SWEEPS["temperature"], "0.05,0.1")  # [0.05, 0.1]
-SWEEPS["views"].values  # 'none,shuffle,token_cutoff:0.15,feature_cutoff:0.2,dropout:0.2'
-
+sweep_values(SWEEPS["consert"]["temperature"], "0.05,0.1")  # [0.05, 0.1]
+dropout = SWEEPS["simcse"]["dropout"]
+[dropout.label(value) for value in sweep_values(dropout, "0.1,fixed:0.1")]
+# ['0.1', 'fixed 0.1']
+dropout.settings(sweep_values(dropout, "fixed:0.1")[0])
+# {'dropout': 0.1, 'same_dropout_mask': True}
 ```
 """
 
@@ -56,7 +62,7 @@ import sys
 
 from kcse.foundation import arguments
 from kcse.foundation import atomic_files
-from kcse.experiments.methods.consert import PAPER_SETTINGS
+from kcse.experiments.methods import METHODS
 from kcse.layers.view_specs import split_view
 
 
@@ -73,18 +79,30 @@ def view_pairs(text):
     return [list(pair) for pair in itertools.combinations_with_replacement(views, 2)]
 
 
+def value_label(value):
+    """A value as the table shows it: a view pair as `a + b`, a switch yes or no."""
+    if isinstance(value, (list, tuple)):
+        return " + ".join(map(str, value))
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
 @dataclasses.dataclass(frozen=True)
 class Sweep:
-    """One ablation: the flag it varies and its default values.
+    """One sweep: the flag it varies and its default values.
 
     Attributes:
         name: its `--sweep` name.
         flag: the recipe's flag each value sets (its argparse `dest` is
             `flag` without dashes, `-` as `_`).
-        values: the default `--values`, text as the user would write it.
-        parse: `--values` text to the list of values, each as the flag's
-            own type gives it; raises `argparse.ArgumentTypeError`.
-        source: where in ConSERT's paper the sweep comes from.
+        values: the default values, text as `--sweep NAME=...` takes them.
+        parse: that text to the list of values, each as the flag's own
+            type gives it; raises `argparse.ArgumentTypeError`.
+        source: where the sweep and its values come from.
+        to_settings: a value to `{dest: value}` of the flags it sets (None:
+            `{dest: value}`).
+        to_label: a value to its row's label (None: `value_label`).
     """
 
     name: str
@@ -92,10 +110,19 @@ class Sweep:
     values: str
     parse: object
     source: str
+    to_settings: object = None
+    to_label: object = None
 
     @property
     def dest(self):
         return self.flag.lstrip("-").replace("-", "_")
+
+    def settings(self, value):
+        """The flags (argparse dests) a value sets, and to what."""
+        return self.to_settings(value) if self.to_settings else {self.dest: value}
+
+    def label(self, value):
+        return (self.to_label or value_label)(value)
 
 
 def _numbers(kind):
@@ -113,45 +140,122 @@ def _yes_no(text):
     return [answers[value] for value in values]
 
 
-def _paper_values(setting):
-    """A paper setting's values as `--values` is written."""
-    return ",".join(map(str, PAPER_SETTINGS[setting].value))
+def _dropouts(text):
+    """Rates, and `fixed:R`: rate R with one mask for both views."""
+    values = []
+    for value in arguments.comma_list(text):
+        kind, _, rate = value.rpartition(":")
+        if kind not in ("", "fixed"):
+            raise argparse.ArgumentTypeError(f"a rate or fixed:RATE; got {value!r}")
+        values.append(("fixed", arguments.rate(rate)) if kind else arguments.rate(rate))
+    return values
 
 
-SWEEPS = {sweep.name: sweep for sweep in (
-    Sweep("views", "--views", _paper_values("ablation_views"), view_pairs,
-          PAPER_SETTINGS["ablation_views"].source),
-    Sweep("temperature", "--temperature", _paper_values("ablation_temperatures"),
-          _numbers(arguments.positive_number),
-          PAPER_SETTINGS["ablation_temperatures"].source),
-    Sweep("batch-size", "--batch-size", _paper_values("ablation_batch_sizes"),
-          _numbers(arguments.integer(minimum=2)),
-          PAPER_SETTINGS["ablation_batch_sizes"].source),
-    Sweep("sentences", "--sentences", "100,1000,10000",
-          _numbers(arguments.positive_integer),
-          "few-shot: training sentences per task"),
-    Sweep("nli-max-square", "--nli-max-square", "yes,no", _yes_no,
-          "the NLI head with and without max(r1, r2)² (the supervised modes)"),
-)}
+def _dropout_settings(value):
+    fixed = isinstance(value, tuple)
+    return {"dropout": value[1] if fixed else value, "same_dropout_mask": fixed}
+
+
+def _dropout_label(value):
+    return f"fixed {value[1]}" if isinstance(value, tuple) else str(value)
+
+
+def _paper(method, setting):
+    """A method's paper setting as a `Sweep`'s values and source."""
+    paper = METHODS[method].paper_settings[setting]
+    return {"values": ",".join(value_label(value) for value in paper.value),
+            "source": paper.source}
+
+
+# The presets: `{method: {sweep name: Sweep}}`.
+SWEEPS = {
+    "consert": {sweep.name: sweep for sweep in (
+        Sweep("views", "--views", parse=view_pairs, **_paper("consert", "ablation_views")),
+        Sweep("temperature", "--temperature", parse=_numbers(arguments.positive_number),
+              **_paper("consert", "ablation_temperatures")),
+        Sweep("batch-size", "--batch-size", parse=_numbers(arguments.integer(minimum=2)),
+              **_paper("consert", "ablation_batch_sizes")),
+        Sweep("sentences", "--sentences", "100,1000,10000", _numbers(arguments.positive_integer),
+              "few-shot: training sentences per task"),
+        Sweep("nli-max-square", "--nli-max-square", "yes,no", _yes_no,
+              "the NLI head with and without max(r1, r2)² (the supervised modes)"),
+    )},
+    "simcse": {sweep.name: sweep for sweep in (
+        Sweep("dropout", "--dropout", parse=_dropouts, to_settings=_dropout_settings,
+              to_label=_dropout_label, **_paper("simcse", "ablation_dropouts")),
+        Sweep("batch-size", "--batch-size", parse=_numbers(arguments.integer(minimum=2)),
+              **_paper("simcse", "ablation_batch_sizes")),
+    )},
+    "sg_opt": {sweep.name: sweep for sweep in (
+        Sweep("temperature", "--temperature", parse=_numbers(arguments.positive_number),
+              **_paper("sg_opt", "ablation_temperatures")),
+        Sweep("regularization", "--regularization",
+              parse=_numbers(arguments.non_negative_number),
+              **_paper("sg_opt", "ablation_regularizations")),
+        Sweep("projection-head", "--projection-head", parse=_yes_no,
+              **_paper("sg_opt", "ablation_projection_head")),
+    )},
+}
+
+
+def flag_sweep(parser, name):
+    """A sweep of the recipe flag `--name` (not a preset): its values read
+    by the flag's own type (a switch's as yes / no), none by default."""
+    action = next((action for action in parser._actions
+                   if f"--{name}" in action.option_strings), None)
+    if action is None or action.dest in ("help", "sweep", "values", "method"):
+        raise arguments.UsageError(f"--sweep {name}: no flag --{name} to sweep")
+    if action.nargs == 0:  # store_true, BooleanOptionalAction.
+        parse = _yes_no
+    else:
+        def parse(text):
+            try:
+                return [action.type(value) if action.type else value
+                        for value in arguments.comma_list(text)]
+            except ValueError as error:
+                raise argparse.ArgumentTypeError(str(error)) from None
+    return Sweep(name, f"--{name}", "", parse, f"--{name}, the values given")
+
+
+def chosen_sweep(parser, method, text, values=None):
+    """`(sweep, values)` of `--sweep text` (`NAME` or `NAME=V1,V2,...`) for
+    `method`; `values`, the `--values` flag, is the same as `=V1,...`."""
+    name, given, listed = text.partition("=")
+    if given and values is not None:
+        raise arguments.UsageError(f"--sweep {text} and --values: give the values once")
+    listed = listed if given else values
+    sweep = SWEEPS.get(method, {}).get(name) or flag_sweep(parser, name)
+    if listed is None and not sweep.values:
+        raise arguments.UsageError(
+            f"--sweep {name} is no preset of --method {method} "
+            f"({', '.join(SWEEPS.get(method, {})) or 'it has none'}): give its values, "
+            f"--sweep {name}=V1,V2")
+    try:
+        return sweep, sweep_values(sweep, listed)
+    except argparse.ArgumentTypeError as error:
+        raise arguments.UsageError(f"--sweep {name}: {error}") from None
 
 
 def sweep_values(sweep, text=None):
-    """The values of `sweep`: `text` (the `--values` flag) or its defaults."""
+    """The values of `sweep`: `text` (`NAME=text` or `--values`) or its defaults."""
     return sweep.parse(sweep.values if text is None else text)
 
 
-def sweep_runs(args, sweep, values, default=None):
-    """One argument namespace per value: `args` with the swept flag set.
+def sweep_runs(args, sweep, values, defaults):
+    """One argument namespace per value: `args` with the swept flags set.
 
-    The swept flag itself given as well (not its `default`) is a
-    `UsageError`, as are a `sentences` sweep over PAWSX, which the
-    protocols train on every sentence whatever `--sentences` says, and a
-    sweep of the NLI head without an NLI stage.
+    `defaults`: `{dest: default}` of the recipe's parser. A swept flag
+    given as well is a `UsageError`, as are a `sentences` sweep over PAWSX,
+    which the protocols train on every sentence whatever `--sentences`
+    says, and a sweep of ConSERT's NLI head without an NLI stage.
     """
-    if getattr(args, sweep.dest, None) != default:
+    swept = {dest: defaults.get(dest) for value in values for dest in sweep.settings(value)}
+    given = [dest for dest, default in swept.items() if getattr(args, dest, None) != default]
+    if given:
+        flags = ", ".join("--" + dest.replace("_", "-") for dest in swept)
         raise arguments.UsageError(
-            f"--sweep {sweep.name} sets {sweep.flag} per value: give the values "
-            f"with --values, not {sweep.flag}")
+            f"--sweep {sweep.name} sets {flags} per value: give the values with "
+            f"--sweep {sweep.name}=V1,V2, not {', '.join('--' + d.replace('_', '-') for d in given)}")
     if sweep.name == "sentences" and "PAWSX" in getattr(args, "tasks", ()):
         raise arguments.UsageError(
             "--sweep sentences: kcse's protocols train PAWSX on all its sentences (as Su) "
@@ -163,18 +267,10 @@ def sweep_runs(args, sweep, values, default=None):
     runs = []
     for value in values:
         run = copy.copy(args)
-        setattr(run, sweep.dest, value)
+        for dest, setting in (swept | sweep.settings(value)).items():
+            setattr(run, dest, setting)
         runs.append(run)
     return runs
-
-
-def value_label(value):
-    """A value as the table shows it: a view pair as `a + b`."""
-    if isinstance(value, (list, tuple)):
-        return " + ".join(value)
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    return str(value)
 
 
 def sweep_rows(sweep, values, cells_per_value, tasks):
@@ -196,7 +292,7 @@ def sweep_rows(sweep, values, cells_per_value, tasks):
     for value, cells in zip(values, cells_per_value):
         for cell in cells:
             group = groups.setdefault((cell["model"], cell["pooling"]), {})
-            group.setdefault(value_label(value), {})[cell["task"]] = cell
+            group.setdefault(sweep.label(value), {})[cell["task"]] = cell
     tables = {}
     for group, by_value in groups.items():
         header = (sweep.name, *tasks, "avg")
@@ -222,10 +318,10 @@ def _number(value):
     return "-" if value is None or not math.isfinite(value) else f"{value:.2f}"
 
 
-def sweep_markdown(sweep, values, cells_per_value, tasks, settings_text):
-    """`ablation_<sweep>.md`: one table per model and pooling."""
-    lines = [f"# ConSERT ablation: {sweep.name}", "",
-             f"{sweep.source} (ConSERT, Yan et al. 2021), swept with "
+def sweep_markdown(sweep, values, cells_per_value, tasks, settings_text, title):
+    """`ablation_<sweep>.md`: one table per model and pooling; `title`: the method's."""
+    lines = [f"# {title} ablation: {sweep.name}", "",
+             f"{sweep.source}; swept with "
              f"`{sweep.flag}`. Spearman ×100 on each cell's reported split "
              "(test): c trained with each value; a raw and b whitening do not "
              "depend on it. avg: the mean over the tasks. Every other setting: "
@@ -283,15 +379,16 @@ def plot_heatmap(path, views, matrix, title):
     return path
 
 
-def write_sweep(output, sweep, values, stores_and_keys, tasks, settings_text, plot):
-    """Writes `ablation_<sweep>.md` (and the views' heatmaps) into `output`;
-    returns the paths written."""
+def write_sweep(output, sweep, values, stores_and_keys, tasks, settings_text, plot,
+                title="ConSERT"):
+    """Writes `ablation_<sweep>.md` (and ConSERT's views' heatmaps) into
+    `output`; returns the paths written."""
     cells_per_value = [[store.cells[key] for key in keys if key in store.cells]
                        for store, keys in stores_and_keys]
     output = pathlib.Path(output)
     path = output / f"ablation_{sweep.name}.md"
     atomic_files.write_text(path, sweep_markdown(sweep, values, cells_per_value,
-                                                 tasks, settings_text))
+                                                 tasks, settings_text, title))
     written = [path]
     if sweep.name == "views" and plot:
         views = list(dict.fromkeys(view for pair in values for view in pair))
@@ -312,48 +409,54 @@ def write_sweep(output, sweep, values, stores_and_keys, tasks, settings_text, pl
     return written
 
 
-def sweep_main(doc, output, argv=None):
-    """`recipes/consert_ablations.py`: ConSERT's recipe flags (with its
-    recipe's default rows, the pooling ConSERT reports: `method_poolings`)
-    plus `--sweep` and `--values`; runs one grid per value, then writes the
-    sweep's table.
-    Bad flags exit 2 with one line before any work; failed cells exit 1
-    after the table is written."""
+def sweep_main(doc, runs_folder, argv=None, method=None):
+    """A sweep recipe: the comparison flags of `--method` (or of `method`,
+    fixed), with its recipe's default rows (`method_poolings`), plus
+    `--sweep NAME[=V1,...]` and `--values`; runs one grid per value into
+    `--output` (default `runs_folder/<method>_ablations`), then writes the
+    sweep's table. Bad flags exit 2 with one line before any work; failed
+    cells exit 1 after the table is written."""
     from kcse.experiments.command_line import add_method_arguments
     from kcse.experiments.command_line import check_comparison_arguments
     from kcse.experiments.command_line import comparison_parser
+    from kcse.experiments.command_line import method_poolings
     from kcse.experiments.recipe_runs import exit_for_failed_cells
     from kcse.experiments.recipe_runs import finished_cells
-    from kcse.experiments.command_line import method_poolings
     from kcse.experiments.recipe_runs import one_line_stops
     from kcse.experiments.recipe_runs import run_grids
     from kcse.experiments.recipe_runs import write_mteb_output
 
-    parser = comparison_parser(doc, output, method_poolings("consert"),
-                               methods=["consert"])
-    add_method_arguments(parser, ["consert"])
+    names = [method] if method else list(METHODS)
+    parser = comparison_parser(doc, None, method_poolings(method) if method else None,
+                               methods=names)
+    if not method:
+        parser.add_argument("--method", choices=tuple(METHODS), required=True,
+                            help="the method whose setting is swept")
+    add_method_arguments(parser, names)
     group = parser.add_argument_group("sweep")
-    group.add_argument("--sweep", choices=tuple(SWEEPS), required=True,
-                       help="the setting to vary: " + "; ".join(
-                           f"{s.name}: {s.source} (default values {s.values})"
-                           for s in SWEEPS.values()))
-    group.add_argument("--values", help="the sweep's values, comma-separated "
-                       "(views: the heatmap's views, each pair of them is run)")
+    presets = "; ".join(f"{name}: {sweep.name} ({sweep.values})"
+                        for name, sweeps in SWEEPS.items() if name in names
+                        for sweep in sweeps.values())
+    group.add_argument("--sweep", required=True, metavar="NAME[=V1,V2,...]",
+                       help="the setting to vary: a flag of the recipe with its values, "
+                       "or a preset with its paper's values: " + presets.replace("%", "%%"))
+    group.add_argument("--values", help="the sweep's values, comma-separated, as "
+                       "--sweep NAME=V1,V2 (ConSERT's views: each pair of them is run)")
     try:
         args = parser.parse_args(argv)
-        sweep = SWEEPS[args.sweep]
-        try:
-            values = sweep_values(sweep, args.values)
-        except argparse.ArgumentTypeError as error:
-            raise arguments.UsageError(f"--values: {error}") from None
-        runs = sweep_runs(args, sweep, values, parser.get_default(sweep.dest))
+        method = method or args.method
+        args.poolings = args.poolings or method_poolings(method)
+        args.output = args.output or pathlib.Path(runs_folder) / f"{method}_ablations"
+        sweep, values = chosen_sweep(parser, method, args.sweep, args.values)
+        defaults = {action.dest: action.default for action in parser._actions}
+        runs = sweep_runs(args, sweep, values, defaults)
         for run in runs:
-            check_comparison_arguments(run, "consert")
+            check_comparison_arguments(run, method)
     except arguments.UsageError as error:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
         sys.exit(2)
     with one_line_stops(parser.prog, lambda: finished_cells(args.output)):
-        results = run_grids(parser.prog, runs, "consert")
+        results = run_grids(parser.prog, runs, method)
         store = results[-1][0]
         store.reload()
         settings_text = (f"models {','.join(args.models)}, poolings "
@@ -361,7 +464,7 @@ def sweep_main(doc, output, argv=None):
                          "settings results.md lists")
         written = write_sweep(args.output, sweep, values,
                               [(store, keys) for _, keys in results], args.tasks,
-                              settings_text, plot=_has_matplotlib())
+                              settings_text, _has_matplotlib(), METHODS[method].title)
         write_mteb_output(args, [(store, keys) for _, keys in results])
         print("wrote " + ", ".join(str(path) for path in written)
               + ("" if sweep.name != "views" or _has_matplotlib() else

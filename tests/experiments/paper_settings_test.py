@@ -188,16 +188,35 @@ def test_consert_sweeps_default_to_the_papers_values():
     """Figure 5 at §3.2's rates (seed 000: token cutoff p=0.15, feature
     cutoff p=0.2, dropout 0.2), not every view at one rate; Table 4's batch
     sizes; Figure 7's best temperature, 0.1, among the swept ones."""
-    views = sweeps.sweep_values(sweeps.SWEEPS["views"])
+    views = sweeps.sweep_values(sweeps.SWEEPS["consert"]["views"])
     used = sorted({view for pair in views for view in pair})
     assert used == ["dropout:0.2", "feature_cutoff:0.2", "none", "shuffle",
                     "token_cutoff:0.15"]
     assert len(views) == 15  # every unordered pair of 5 views, a view with itself too
-    assert sweeps.sweep_values(sweeps.SWEEPS["batch-size"]) == [16, 48, 96, 192, 288]
-    assert 0.1 in sweeps.sweep_values(sweeps.SWEEPS["temperature"])
+    assert sweeps.sweep_values(sweeps.SWEEPS["consert"]["batch-size"]) == [16, 48, 96, 192, 288]
+    assert 0.1 in sweeps.sweep_values(sweeps.SWEEPS["consert"]["temperature"])
     for sweep in ("views", "temperature", "batch-size"):
-        assert "Figure" in sweeps.SWEEPS[sweep].source or "Table" in sweeps.SWEEPS[
-            sweep].source
+        assert "Figure" in sweeps.SWEEPS["consert"][sweep].source or "Table" in sweeps.SWEEPS[
+            "consert"][sweep].source
+
+
+def test_simcse_and_sg_opt_sweeps_are_their_seeds_ablations():
+    """SimCSE's dropout rates with "fixed 0.1" and batch sizes (seed 003); SG-OPT's
+    τ, λ and projection head (seed 001's ablation table: τ 0.1, 0.001; λ 0, 1)."""
+    dropout = sweeps.SWEEPS["simcse"]["dropout"]
+    values = sweeps.sweep_values(dropout)
+    assert [dropout.label(value) for value in values] == [
+        "0.0", "0.05", "0.1", "0.15", "0.2", "0.3", "fixed 0.1"]
+    assert dropout.settings(values[-1]) == {"dropout": 0.1, "same_dropout_mask": True}
+    assert dropout.settings(values[2]) == {"dropout": 0.1, "same_dropout_mask": False}
+    assert sweeps.sweep_values(sweeps.SWEEPS["simcse"]["batch-size"]) == [32, 64, 128, 256, 512]
+    sg_opt = sweeps.SWEEPS["sg_opt"]
+    assert sweeps.sweep_values(sg_opt["temperature"]) == [0.001, 0.01, 0.1]
+    assert sweeps.sweep_values(sg_opt["regularization"]) == [0.0, 0.1, 1.0]
+    assert sweeps.sweep_values(sg_opt["projection-head"]) == [True, False]
+    paper = methods.METHODS["sg_opt"]
+    assert paper.paper("temperature") in sweeps.sweep_values(sg_opt["temperature"])
+    assert paper.paper("regularization") in sweeps.sweep_values(sg_opt["regularization"])
 
 
 def test_help_lists_each_methods_paper_settings_with_their_source(capsys):

@@ -85,12 +85,12 @@ def test_heatmap_fills_both_places_of_a_pair():
 
 
 def test_values_parse_as_the_swept_flag():
-    assert sweep_values(SWEEPS["views"], "none,shuffle") == [
+    assert sweep_values(SWEEPS["consert"]["views"], "none,shuffle") == [
         ["none", "none"], ["none", "shuffle"], ["shuffle", "shuffle"]]
-    assert len(sweep_values(SWEEPS["views"])) == 15  # Figure 5: 5 views, 15 pairs.
-    assert sweep_values(SWEEPS["batch-size"]) == [16, 48, 96, 192, 288]
+    assert len(sweep_values(SWEEPS["consert"]["views"])) == 15  # Figure 5: 5 views, 15 pairs.
+    assert sweep_values(SWEEPS["consert"]["batch-size"]) == [16, 48, 96, 192, 288]
     with pytest.raises(Exception, match=">= 2"):
-        sweep_values(SWEEPS["batch-size"], "1,16")
+        sweep_values(SWEEPS["consert"]["batch-size"], "1,16")
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -117,10 +117,50 @@ def test_runs_set_the_swept_flag_only():
         temperature = None
         tasks = ["STS-B"]
 
-    runs = sweep_runs(Args(), SWEEPS["temperature"], [0.05, 0.1])
+    runs = sweep_runs(Args(), SWEEPS["consert"]["temperature"], [0.05, 0.1], {})
     assert [run.temperature for run in runs] == [0.05, 0.1]
     assert all(run.tasks == ["STS-B"] for run in runs)
     given = Args()
     given.temperature = 0.3
     with pytest.raises(arguments.UsageError):
-        sweep_runs(given, SWEEPS["temperature"], [0.05])
+        sweep_runs(given, SWEEPS["consert"]["temperature"], [0.05], {})
+
+
+def sweep_cells(tmp_path, shared_data, method, sweep, extra=()):
+    """`recipes/sweep.py --method method --sweep sweep` on the tiny grid:
+    the cells by their label in the table, and the table's rows."""
+    model = tiny_task_and_model(tmp_path, shared_data)
+    out = tmp_path / "out"
+    recipe("sweep").main(["--method", method, "--sweep", sweep, "--models", model,
+                          "--tasks", "STS-B", "--poolings", "P1", "--data-dir",
+                          str(tmp_path / "data"), "--output", str(out), "--sentences", "32",
+                          "--batch-size", "16", *extra])
+    cells = list(json.loads((out / "results.json").read_text())["cells"].values())
+    return cells, table_rows((out / f"ablation_{sweep.split('=')[0]}.md").read_text())
+
+
+def test_simcse_dropout_sweep_runs_fixed_dropout_as_one_mask(tmp_path, shared_data):
+    """"fixed 0.1" is --dropout 0.1 with --same-dropout-mask; 0.1 is without."""
+    cells, rows = sweep_cells(tmp_path, shared_data, "simcse", "dropout=0.1,fixed:0.1")
+    by_mask = {cell["settings"].get("same_dropout_mask", False): cell for cell in cells}
+    assert sorted(by_mask) == [False, True]
+    assert {cell["settings"]["hidden_dropout"] for cell in cells} == {0.1}
+    assert [row[0] for row in rows] == ["dropout", "a raw", "b whitening", "0.1", "fixed 0.1"]
+    for label, mask in (("0.1", False), ("fixed 0.1", True)):
+        score = next(row[1] for row in rows if row[0] == label)
+        trained = by_mask[mask]["trained"]["test"]["spearman"]
+        assert float(score) == pytest.approx(trained, abs=0.005)
+
+
+def test_any_flag_of_a_method_sweeps_as_the_flag_reads_it(tmp_path, shared_data):
+    """SG-OPT without and with the projection head (a switch: yes / no),
+    and a setting that is no preset, its values given."""
+    cells, rows = sweep_cells(tmp_path, shared_data, "sg_opt", "projection-head",
+                              ["--projection-dim", "8"])
+    assert sorted(cell["settings"].get("projection_head", True) for cell in cells) == [
+        False, True]
+    assert [row[0] for row in rows[3:]] == ["yes", "no"]
+    cells, rows = sweep_cells(tmp_path / "rate", shared_data, "simcse",
+                              "learning-rate=0.001,0.01")
+    assert sorted(cell["settings"]["learning_rate"] for cell in cells) == [0.001, 0.01]
+    assert [row[0] for row in rows[3:]] == ["0.001", "0.01"]

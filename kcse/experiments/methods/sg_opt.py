@@ -41,6 +41,13 @@ PAPER_SETTINGS = {
     "batch_size": PaperSetting(16, SG_BERT),
     "epochs": PaperSetting(1, "Su's protocol, 1 epoch"),
     "hidden_dropout": PaperSetting(0.1, f"BERT's, kept by {SG_BERT}"),
+    # The ablation of seed 001's table (`recipes/sweep.py --method sg_opt`).
+    "ablation_temperatures": PaperSetting(
+        (0.001, 0.01, 0.1), "seed 001's ablation: τ = 0.01, + τ = 0.1, + τ = 0.001"),
+    "ablation_regularizations": PaperSetting(
+        (0.0, 0.1, 1.0), "seed 001's ablation: λ = 0.1, + λ = 0.0, + λ = 1.0"),
+    "ablation_projection_head": PaperSetting(
+        (True, False), "seed 001's ablation: − Projection head (f)"),
 }
 
 

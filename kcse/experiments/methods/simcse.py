@@ -45,6 +45,14 @@ PAPER_SETTINGS = {
     "mlm_weight": PaperSetting(
         0.0, f"none in {SU}; princeton-nlp/SimCSE train.py --do_mlm --mlm_weight 0.1 "
         "is an option there too"),
+    # The ablations (`recipes/sweep.py --method simcse`).
+    "ablation_dropouts": PaperSetting(
+        ("0", "0.05", "0.1", "0.15", "0.2", "0.3", "fixed:0.1"),
+        "the dropout rates of Gao et al. 2021's Table 3 as seed 003 reports it (no dropout, "
+        "\"fixed 0.1\": one dropout mask for both views, --same-dropout-mask) and of its "
+        "reproduction there (0.2, 0.3)"),
+    "ablation_batch_sizes": PaperSetting(
+        (32, 64, 128, 256, 512), "the batch sizes of seed 003's reproduction (best 256)"),
 }
 
 
