@@ -2,7 +2,8 @@
 
 One subprocess (`tests/tensorflow_free.run`, as on the GPU machine) runs
 methods_without_tensorflow_worker.py: SimCSE, supervised SimCSE (with
-princeton's MLP kept too), SBERT-NLI, IS-BERT, CoSENT,
+princeton's MLP kept too; SimCSE with one dropout mask for both views), SBERT-NLI,
+IS-BERT, CoSENT,
 CLEAR's text views, ConSERT (every view, the adversarial one included; its
 joint mode and its two stages with the NLI head), SG-OPT and Contrastive
 Tension each fit a batch; P1-P4 and WK pooling, SG-OPT's layer × pooling
@@ -41,7 +42,7 @@ METHODS = {
     "simcse", "supervised_simcse", "cosent", "clear", "consert_feature_span_cutoff",
     "consert_dropout_adversarial", "sg_opt", "contrastive_tension", "consert_stage_sup",
     "consert_stage_unsup_shuffle_token_cutoff", "supervised_simcse_keep_mlp", "sbert_nli",
-    "is_bert",
+    "is_bert", "simcse_same_dropout_mask",
 }
 
 
@@ -98,6 +99,18 @@ def test_sbert_nli_first_loss_is_sentence_transformers_softmax_loss(jax_run):
     u, v = (np.asarray(column) for column in result["first_batch"])
     expected = softmax_loss(u, v, worker.NLI_LABELS[:4], kernel, bias)
     assert result["losses"][0] == pytest.approx(expected, rel=1e-4)
+
+
+def test_fixed_dropout_is_one_mask_for_both_views(jax_run):
+    """Gao et al. 2021, Table 3's "Fixed 0.1": in training both views are one
+    vector, a second pass's differ, and the loss is bojone's formula of
+    those views (tests/authors_references.py)."""
+    result = jax_run["methods"]["simcse_same_dropout_mask"]
+    views, again = np.asarray(result["views"]), np.asarray(result["again"])
+    np.testing.assert_array_equal(views[:, 0], views[:, 1])
+    assert np.abs(views[:, 0] - again[:, 0]).max() > 1e-3
+    assert result["view_loss"] == pytest.approx(authors_references.bojone_simcse_loss(views),
+                                                rel=1e-5)
 
 
 def test_is_bert_first_loss_is_the_authors(jax_run):

@@ -145,6 +145,14 @@ def methods():
     _, result = train("sbert_nli", sbert, (four, hypotheses), labels,
                       columns=[four, hypotheses])
     results["sbert_nli"] = result | {"head": head}
+    # SimCSE's "fixed 0.1": two training passes' views, the loss of the first.
+    fixed = kcse.SimCSE(encoder(dropout=0.3), same_dropout_mask=True)
+    views, again = (keras.ops.convert_to_numpy(fixed(fixed.preprocessor(four), training=True))
+                    for _ in range(2))
+    view_loss = float(fixed.objective(None, views, None))
+    _, result = train("simcse_same_dropout_mask", fixed, four)
+    results["simcse_same_dropout_mask"] = result | {
+        "views": views.tolist(), "again": again.tolist(), "view_loss": view_loss}
     # IS-BERT as the method registry builds it: its CNN's first weights and
     # the first batch's last-layer states.
     from kcse.experiments.methods import ISBERTMethod
