@@ -68,7 +68,7 @@ def test_other_poolings_folders_and_a_changed_cnn_are_told_apart(tmp_path):
         cnn_encoder("P4")
     encoder = cnn_encoder()
     for format in ("huggingface", "sentence_transformers"):
-        with pytest.raises(UnsupportedExportError, match="format='onnx' or 'tf_saved_model'"):
+        with pytest.raises(UnsupportedExportError, match="export it as ONNX or a SavedModel"):
             encoder.export(tmp_path / format, format=format)
         assert not (tmp_path / format).exists()
     # The ONNX Runtime cache: another CNN is another model.

@@ -140,7 +140,9 @@ def run_comparison(args, method=None, log=print, raw_cache=None):
         f"{' (Su: P1,P2,P3,P4)' if su and args.poolings != list(SU_POOLINGS) else ''}, "
         f"batch {protocol.batch_size}, "
         f"lr {protocol.learning_rate}, dropout {protocol.hidden_dropout}, "
-        f"temperature {protocol.temperature}, max length {protocol.max_length}, "
+        + (f"temperature {protocol.temperature}, "  # Not CT's, SBERT's, IS-BERT's losses.
+           if "temperature" in method.paper_settings else "")
+        + f"max length {protocol.max_length}, "
         f"precision {precision_of()}, "
         f"seeds {args.seed}..{args.seed + args.seeds - 1}, "
         f"data {data_dir}, "

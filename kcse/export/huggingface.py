@@ -300,8 +300,8 @@ def check_exportable(encoder):
         raise UnsupportedExportError(
             f"the encoder's token layer ({type(encoder.token_layer).__name__}) has no place in "
             "a transformers or sentence-transformers folder (sentence-transformers' CNN reads "
-            "the [PAD] states, so its vectors would depend on the batch); export "
-            "format='onnx' or 'tf_saved_model', which keep it")
+            "the [PAD] states, so its vectors would depend on the batch); export it as ONNX "
+            "or a SavedModel, which keep it")
     check_tokenizer_exportable(encoder)
     huggingface_architecture(encoder.backbone, encoder.preprocessor.tokenizer)
     # Integer variables are quantized weights (Keras' int8 / int4 codes).
