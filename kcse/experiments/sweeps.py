@@ -203,15 +203,20 @@ def flag_sweep(parser, name):
     by the flag's own type (a switch's as yes / no), none by default."""
     action = next((action for action in parser._actions
                    if f"--{name}" in action.option_strings), None)
-    if action is None or action.dest in ("help", "sweep", "values", "method"):
+    if action is None or action.dest in ("help", "sweep", "values", "method", "output"):
         raise arguments.UsageError(f"--sweep {name}: no flag --{name} to sweep")
     if action.nargs == 0:  # store_true, BooleanOptionalAction.
         parse = _yes_no
     else:
         def parse(text):
+            values = arguments.comma_list(text)
+            outside = [value for value in values
+                       if action.choices is not None and value not in action.choices]
+            if outside:
+                raise argparse.ArgumentTypeError(
+                    f"{', '.join(outside)} not among {', '.join(map(str, action.choices))}")
             try:
-                return [action.type(value) if action.type else value
-                        for value in arguments.comma_list(text)]
+                return [action.type(value) if action.type else value for value in values]
             except ValueError as error:
                 raise argparse.ArgumentTypeError(str(error)) from None
     return Sweep(name, f"--{name}", "", parse, f"--{name}, the values given")

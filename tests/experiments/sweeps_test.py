@@ -102,6 +102,10 @@ def test_values_parse_as_the_swept_flag():
     (["--sweep", "nli-max-square"], "give --mode sup, joint"),
     (["--sweep", "nli-max-square", "--mode", "joint", "--values", "yes,maybe"],
      "yes or no; got maybe"),
+    (["--sweep", "mode=unsup,bogus"], "--sweep mode: bogus not among unsup, sup"),
+    (["--sweep", "learning-rate"], "--sweep learning-rate is no preset of --method consert"),
+    (["--sweep", "output=a,b"], "--sweep output: no flag --output to sweep"),
+    (["--sweep", "temperature=0.1", "--values", "0.2"], "give the values once"),
 ])
 def test_bad_sweeps_stop_with_one_line(argv, message, tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
